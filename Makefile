@@ -1,0 +1,42 @@
+# gangsched developer entry points. The two README commands are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test unit lint typecheck contracts check bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv
+	$(VENV)/bin/gangsched simulate examples/seed-walkthrough.yaml
+
+lint: venv
+	$(VENV)/bin/ruff check gangsched tests bench
+	$(VENV)/bin/ruff format --check gangsched tests bench
+
+typecheck: venv
+	$(VENV)/bin/mypy --strict gangsched
+
+contracts: venv
+	$(VENV)/bin/lint-imports
+
+check: lint typecheck contracts
+
+unit: venv
+	$(PY) -m pytest -m 'not e2e' -q
+
+test: venv k8s-binaries check
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+include hack/cluster.mk

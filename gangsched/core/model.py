@@ -1,0 +1,239 @@
+"""The internal model the scheduler works on, independent of the API dialect it came from.
+
+Objects are plain slotted dataclasses: the informers and the simulate loader build them once
+from raw Kubernetes JSON (see `gangsched.core.api`), and the hot path reads attributes only.
+The placement-relevant part of a pod is split into hashable pieces so that results computed
+for one pod (e.g. which nodes its selector admits) are reused for every identical gang member.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from gangsched.core.labels import LabelSelector, NodeSelectorTerm
+from gangsched.core.resources import ResourceList
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+
+
+class Dialect(str, Enum):
+    """Where a group definition came from. The value is what users see in messages."""
+
+    SIGS = "scheduling.sigs.k8s.io"
+    X_K8S = "scheduling.x-k8s.io"
+    UPSTREAM = "scheduling.k8s.io"
+    KOORDINATOR = "gang.scheduling.koordinator.sh"
+    LONE_POD = "pod"
+
+
+class DisruptionMode(str, Enum):
+    SINGLE = "Single"
+    ALL = "All"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRef:
+    """Identifies a PodGroup. Lone pods get a ref of dialect LONE_POD named after the pod."""
+
+    dialect: Dialect
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty matches every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True  # an empty key with Exists tolerates everything
+        return bool(self.key) and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredNodeTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConstraints:
+    """Everything that decides a pod's eligible nodes from node labels, name and taints alone.
+
+    Hashable: the snapshot caches the eligible-node mask per distinct value.
+    """
+
+    node_name: str | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_terms: tuple[PreferredNodeTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    selector: LabelSelector | None
+    topology_key: str
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None
+
+    def selects_namespace(
+        self, own_namespace: str, namespace: str, ns_labels: dict[str, str]
+    ) -> bool:
+        """Namespaces the term applies to: its list, its selector, or else the pod's own."""
+        if namespace in self.namespaces:
+            return True
+        if self.namespace_selector is not None:
+            return self.namespace_selector.matches(ns_labels)
+        return not self.namespaces and namespace == own_namespace
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    selector: LabelSelector | None
+    min_domains: int = 1
+    honor_node_affinity: bool = True  # nodeAffinityPolicy Honor (default)
+    honor_node_taints: bool = False  # nodeTaintsPolicy Ignore (default)
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    protocol: str
+    host_ip: str
+    port: int
+
+    def conflicts(self, other: HostPort) -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        wildcard = ("", "0.0.0.0")
+        return (
+            self.host_ip in wildcard or other.host_ip in wildcard or self.host_ip == other.host_ip
+        )
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    allocatable: ResourceList = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Pod:
+    """A pod as the scheduler sees it. Identity is the (namespace, name) key; `uid` guards binds."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    scheduler_name: str = "default-scheduler"
+    node_name: str | None = None
+    nominated_node_name: str | None = None
+    phase: str = "Pending"
+    priority: int = 0
+    priority_class_name: str = ""
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    requests: ResourceList = field(default_factory=dict)
+    constraints: NodeConstraints = field(default_factory=NodeConstraints)
+    host_ports: tuple[HostPort, ...] = ()
+    affinity: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    spread: tuple[TopologySpreadConstraint, ...] = ()
+    #: Seconds since the epoch; orders members (first seen first) and victims (youngest first).
+    created: float = 0.0
+    terminating: bool = False
+    group: GroupRef | None = None
+    #: Members of a Koordinator annotation gang carry its size themselves.
+    annotation_min_available: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_bound(self) -> bool:
+        return self.node_name is not None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def holds_resources(self) -> bool:
+        """Bound pods hold their requests until they finish (terminating ones too)."""
+        return self.node_name is not None and not self.is_finished
+
+    def __repr__(self) -> str:
+        return f"Pod({self.key}, node={self.node_name}, prio={self.priority})"
+
+
+@dataclass(slots=True)
+class PodGroup:
+    """One gang: at least `min_member` of its pods run together or none are placed."""
+
+    ref: GroupRef
+    min_member: int = 1
+    min_resources: ResourceList = field(default_factory=dict)
+    schedule_timeout_seconds: int | None = None
+    priority_class_name: str = ""
+    #: Resolved from priority_class_name; None when the group names no class.
+    priority: int | None = None
+    preemption_policy: str | None = None
+    disruption_mode: DisruptionMode = DisruptionMode.SINGLE
+    #: Koordinator GangGroup: every group listed here (self included) is placed at once.
+    gang_group: tuple[GroupRef, ...] = ()
+    created: float = 0.0
+    uid: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.ref.key
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+
+
+@dataclass(slots=True)
+class DisruptionBudget:
+    namespace: str
+    name: str
+    selector: LabelSelector
+    #: From status when the API server reported it; simulate computes it otherwise.
+    disruptions_allowed: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

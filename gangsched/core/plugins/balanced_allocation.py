@@ -1,0 +1,30 @@
+"""BalancedAllocation: prefer nodes whose resources are used in equal proportion, so that CPU
+is not exhausted on a node whose memory sits idle. Score = (1 - std of fractions) * 100."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from gangsched.core.framework import FloatVector, IndexVector, PodContext
+from gangsched.core.plugins.allocation import fractions, utilisation_after
+from gangsched.core.snapshot import Snapshot
+
+
+class BalancedAllocation:
+    name = "BalancedAllocation"
+
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        self.weights = dict(weights)
+
+    def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
+        return True
+
+    def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
+        used, weights, alloc = utilisation_after(ctx, snap, nodes, self.weights)
+        if len(weights) < 2:
+            return np.full(len(nodes), 100.0)
+        frac = fractions(used, alloc)
+        result: FloatVector = (1.0 - frac.std(axis=1)) * 100.0
+        return result

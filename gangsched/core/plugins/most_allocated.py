@@ -1,0 +1,29 @@
+"""MostAllocated: bin packing. Suits gangs: filling nodes keeps whole nodes free for the next
+large gang instead of leaving every node a little used."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from gangsched.core.framework import FloatVector, IndexVector, PodContext
+from gangsched.core.plugins.allocation import fractions, utilisation_after
+from gangsched.core.snapshot import Snapshot
+
+
+class MostAllocated:
+    name = "MostAllocated"
+
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        self.weights = dict(weights)
+
+    def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
+        return True
+
+    def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
+        used, weights, alloc = utilisation_after(ctx, snap, nodes, self.weights)
+        if not weights.sum():
+            return np.zeros(len(nodes))
+        result: FloatVector = (fractions(used, alloc) @ weights) * (100.0 / weights.sum())
+        return result

@@ -1,0 +1,266 @@
+"""The cluster as one scheduling cycle sees it, with cheap assume and exact rollback.
+
+Node capacity and usage live in NumPy int64 matrices (one row per node, one column per
+resource) so that "which nodes fit this pod" is one vectorised comparison over every node
+instead of a Python loop. The snapshot is long-lived and updated incrementally by its owner
+(the cluster cache); a cycle takes a checkpoint, assumes pods, and either keeps the result or
+rolls back to the checkpoint, so a failed group leaves no trace and taking a snapshot is O(1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gangsched.core.model import GroupRef, Node, NodeConstraints, Pod
+from gangsched.core.resources import PODS, STANDARD_RESOURCES
+
+IntMatrix = npt.NDArray[np.int64]
+IntVector = npt.NDArray[np.int64]
+BoolVector = npt.NDArray[np.bool_]
+
+_ADD, _REMOVE, _NOMINATE, _UNNOMINATE = range(4)
+
+
+@dataclass(slots=True)
+class _Reservation:
+    pod: Pod
+    node: int
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Nodes sorted by name (so every order derived from indices is deterministic)."""
+
+    nodes: list[Node] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    columns: dict[str, int] = field(default_factory=dict)
+    allocatable: IntMatrix = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    requested: IntMatrix = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    node_pods: list[dict[str, Pod]] = field(default_factory=list)
+    #: Pods nominated to a node (after preemption) keep its freed capacity reserved.
+    nominated: dict[str, _Reservation] = field(default_factory=dict)
+    #: Namespace labels, for pod affinity namespaceSelector.
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Bumped whenever node labels, taints or the node set change: invalidates cached masks.
+    node_generation: int = 0
+    _journal: list[tuple[int, Pod, int]] = field(default_factory=list)
+    _vector_cache: dict[tuple[tuple[str, int], ...], IntVector] = field(default_factory=dict)
+    _mask_cache: dict[tuple[str, NodeConstraints], Any] = field(default_factory=dict)
+    _mask_generation: int = -1
+    #: Bound pods that carry required anti-affinity terms (checked for symmetry).
+    anti_affinity_pods: dict[str, tuple[Pod, int]] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------------------- building
+    @classmethod
+    def build(cls, nodes: Iterable[Node], pods: Iterable[Pod] = ()) -> Snapshot:
+        snap = cls()
+        snap.set_nodes(nodes)
+        for pod in pods:
+            if pod.holds_resources and pod.node_name in snap.index:
+                snap._place(pod, snap.index[pod.node_name])
+        return snap
+
+    def set_nodes(self, nodes: Iterable[Node]) -> None:
+        """Replace the node set, keeping the pods of nodes that remain."""
+        ordered = sorted(nodes, key=lambda node: node.name)
+        old_pods = {self.nodes[i].name: self.node_pods[i] for i in range(len(self.nodes))}
+        names: set[str] = set(STANDARD_RESOURCES)
+        for node in ordered:
+            names.update(node.allocatable)
+        self.columns = {name: i for i, name in enumerate(STANDARD_RESOURCES)}
+        for name in sorted(names - set(STANDARD_RESOURCES)):
+            self.columns[name] = len(self.columns)
+        self.nodes = ordered
+        self.index = {node.name: i for i, node in enumerate(ordered)}
+        self.allocatable = np.zeros((len(ordered), len(self.columns)), dtype=np.int64)
+        self.requested = np.zeros_like(self.allocatable)
+        self.node_pods = [{} for _ in ordered]
+        self.anti_affinity_pods = {}
+        self._vector_cache.clear()
+        for i, node in enumerate(ordered):
+            self._write_allocatable(i, node)
+        for name, pods in old_pods.items():
+            if name in self.index:
+                for pod in pods.values():
+                    self._place(pod, self.index[name])
+        self.nominated = {
+            key: res
+            for key, res in self.nominated.items()
+            if res.pod.nominated_node_name in self.index
+        }
+        for res in self.nominated.values():
+            res.node = self.index[res.pod.nominated_node_name or ""]
+        self.node_generation += 1
+
+    def update_node(self, node: Node) -> None:
+        """A node changed in place (labels, taints, capacity); a new name means set_nodes."""
+        i = self.index.get(node.name)
+        if i is None or any(name not in self.columns for name in node.allocatable):
+            self.set_nodes([*(n for n in self.nodes if n.name != node.name), node])
+            return
+        self.nodes[i] = node
+        self._write_allocatable(i, node)
+        self.node_generation += 1
+
+    def remove_node(self, name: str) -> None:
+        if name in self.index:
+            self.set_nodes(n for n in self.nodes if n.name != name)
+
+    def _write_allocatable(self, i: int, node: Node) -> None:
+        row = np.zeros(len(self.columns), dtype=np.int64)
+        for name, value in node.allocatable.items():
+            row[self.columns[name]] = value
+        self.allocatable[i] = row
+
+    # ------------------------------------------------------------------------------ queries
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def vector(self, pod: Pod) -> IntVector:
+        """The pod's requests as a row aligned with `columns` (pods column = 1).
+
+        Requests of resources no node has get a column of their own with zero capacity, so
+        they fail the fit check with "Insufficient <name>" like kube-scheduler.
+        """
+        key = tuple(sorted(pod.requests.items()))
+        cached = self._vector_cache.get(key)
+        if cached is not None:
+            return cached
+        for name in pod.requests:
+            if name not in self.columns:
+                self._add_column(name)
+        vec = np.zeros(len(self.columns), dtype=np.int64)
+        for name, value in pod.requests.items():
+            vec[self.columns[name]] = value
+        vec[self.columns[PODS]] = 1
+        vec.flags.writeable = False
+        self._vector_cache[key] = vec
+        return vec
+
+    def _add_column(self, name: str) -> None:
+        self.columns[name] = len(self.columns)
+        pad = np.zeros((len(self.nodes), 1), dtype=np.int64)
+        self.allocatable = np.hstack([self.allocatable, pad])
+        self.requested = np.hstack([self.requested, pad])
+        self._vector_cache.clear()
+
+    def free(self) -> IntMatrix:
+        return self.allocatable - self.requested
+
+    def pods(self) -> Iterator[Pod]:
+        for pods in self.node_pods:
+            yield from pods.values()
+
+    def node_of(self, pod: Pod) -> int | None:
+        return None if pod.node_name is None else self.index.get(pod.node_name)
+
+    def cached_mask(
+        self, plugin: str, constraints: NodeConstraints, compute: Callable[[], Any]
+    ) -> Any:
+        """Memoise per-node results that depend only on node labels/taints and the pod's
+        NodeConstraints; identical gang members then share one computation."""
+        if self._mask_generation != self.node_generation:
+            self._mask_cache.clear()
+            self._mask_generation = self.node_generation
+        key = (plugin, constraints)
+        value = self._mask_cache.get(key)
+        if value is None:
+            value = compute()
+            self._mask_cache[key] = value
+        return value
+
+    def reserved(self, priority: int, group: GroupRef | None) -> IntMatrix | None:
+        """Capacity held for nominated pods of at least `priority` from other groups.
+
+        A pod being scheduled must fit beside these, so capacity freed by preemption is not
+        taken by lower-priority pods while the victims terminate.
+        """
+        rows = [
+            res
+            for res in self.nominated.values()
+            if res.pod.priority >= priority and (group is None or res.pod.group != group)
+        ]
+        if not rows:
+            return None
+        extra = np.zeros_like(self.requested)
+        for res in rows:
+            extra[res.node] += self.vector(res.pod)
+        return extra
+
+    # ------------------------------------------------------------------- assume / rollback
+    def assume(self, pod: Pod, node: int) -> None:
+        """Place a pending pod on a node for the rest of the cycle (journaled)."""
+        self._place(pod, node)
+        self._journal.append((_ADD, pod, node))
+
+    def remove(self, pod: Pod) -> None:
+        """Take a bound pod off its node (preemption dry runs, deletions); journaled."""
+        for i, pods in enumerate(self.node_pods):
+            if pod.key in pods and (pod.node_name is None or self.nodes[i].name == pod.node_name):
+                self._unplace(pod, i)
+                self._journal.append((_REMOVE, pod, i))
+                return
+
+    def remove_at(self, pod: Pod, node: int) -> None:
+        self._unplace(pod, node)
+        self._journal.append((_REMOVE, pod, node))
+
+    def nominate(self, pod: Pod, node: int) -> None:
+        previous = self.nominated.get(pod.key)
+        if previous is not None:
+            self._journal.append((_UNNOMINATE, previous.pod, previous.node))
+        self.nominated[pod.key] = _Reservation(pod, node)
+        self._journal.append((_NOMINATE, pod, node))
+
+    def clear_nomination(self, pod_key: str) -> None:
+        res = self.nominated.pop(pod_key, None)
+        if res is not None:
+            self._journal.append((_UNNOMINATE, res.pod, res.node))
+
+    def checkpoint(self) -> int:
+        return len(self._journal)
+
+    def rollback(self, mark: int) -> None:
+        while len(self._journal) > mark:
+            op, pod, node = self._journal.pop()
+            if op == _ADD:
+                self._unplace(pod, node)
+            elif op == _REMOVE:
+                self._place(pod, node)
+            elif op == _NOMINATE:
+                self.nominated.pop(pod.key, None)
+            else:
+                self.nominated[pod.key] = _Reservation(pod, node)
+
+    def commit(self) -> None:
+        """Keep everything assumed since the last commit."""
+        self._journal.clear()
+
+    # ------------------------------------------------------------ untracked (cache) updates
+    def place(self, pod: Pod, node: int) -> None:
+        """Record a bound pod observed in the cluster (not part of any cycle)."""
+        self._place(pod, node)
+
+    def unplace(self, pod: Pod) -> None:
+        i = self.node_of(pod)
+        if i is not None and pod.key in self.node_pods[i]:
+            self._unplace(pod, i)
+
+    def _place(self, pod: Pod, node: int) -> None:
+        pods = self.node_pods[node]
+        if pod.key in pods:
+            raise ValueError(f"pod {pod.key} is already on node {self.nodes[node].name}")
+        pods[pod.key] = pod
+        self.requested[node] += self.vector(pod)
+        if pod.anti_affinity:
+            self.anti_affinity_pods[pod.key] = (pod, node)
+
+    def _unplace(self, pod: Pod, node: int) -> None:
+        del self.node_pods[node][pod.key]
+        self.requested[node] -= self.vector(pod)
+        self.anti_affinity_pods.pop(pod.key, None)
