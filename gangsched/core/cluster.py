@@ -1,0 +1,188 @@
+"""The scheduler's view of the cluster: objects by key, group membership, and the snapshot.
+
+Both drivers feed it: the operator from its informers, `simulate` from manifests and from
+carrying out its own decisions. Everything the cycle needs is derived here once, on change,
+rather than recomputed per cycle: the snapshot is updated incrementally and group membership
+is an index.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gangsched.core.model import (
+    Dialect,
+    DisruptionBudget,
+    GroupRef,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+)
+from gangsched.core.snapshot import Snapshot
+
+
+@dataclass(slots=True)
+class ClusterState:
+    scheduler_name: str = "gangsched"
+    nodes: dict[str, Node] = field(default_factory=dict)
+    pods: dict[str, Pod] = field(default_factory=dict)
+    groups: dict[GroupRef, PodGroup] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    budgets: dict[str, DisruptionBudget] = field(default_factory=dict)
+    snapshot: Snapshot = field(default_factory=Snapshot)
+    members: defaultdict[GroupRef, dict[str, Pod]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        scheduler_name: str,
+        nodes: Iterable[Node],
+        pods: Iterable[Pod],
+        groups: Iterable[PodGroup] = (),
+        priority_classes: Iterable[PriorityClass] = (),
+        budgets: Iterable[DisruptionBudget] = (),
+        namespaces: dict[str, dict[str, str]] | None = None,
+    ) -> ClusterState:
+        state = cls(scheduler_name=scheduler_name)
+        state.nodes = {node.name: node for node in nodes}
+        state.pods = {pod.key: pod for pod in pods}
+        state.groups = {group.ref: group for group in groups}
+        state.priority_classes = {pc.name: pc for pc in priority_classes}
+        state.budgets = {pdb.key: pdb for pdb in budgets}
+        state.snapshot = Snapshot.build(state.nodes.values(), state.pods.values())
+        state.snapshot.namespace_labels = dict(namespaces or {})
+        for pod in state.pods.values():
+            state._index(pod)
+        return state
+
+    # --------------------------------------------------------------------------- questions
+    def is_pending(self, pod: Pod) -> bool:
+        """Ours to schedule: our schedulerName, no node, not being deleted, not finished."""
+        return (
+            pod.node_name is None
+            and pod.scheduler_name == self.scheduler_name
+            and not pod.terminating
+            and not pod.is_finished
+        )
+
+    def group_of(self, pod: Pod) -> GroupRef:
+        return pod.group or GroupRef(Dialect.LONE_POD, pod.namespace, pod.name)
+
+    def pod_group(self, ref: GroupRef) -> PodGroup | None:
+        """The PodGroup object, or the implicit one of a lone pod or annotation gang."""
+        group = self.groups.get(ref)
+        if group is not None:
+            return group
+        if ref.dialect is Dialect.LONE_POD:
+            pod = self.pods.get(ref.key)
+            if pod is None:
+                return None
+            return PodGroup(ref=ref, min_member=1, created=pod.created)
+        if ref.dialect is Dialect.KOORDINATOR:
+            members = list(self.members.get(ref, {}).values())
+            sizes = [p.annotation_min_available for p in members if p.annotation_min_available]
+            if not members:
+                return None
+            return PodGroup(
+                ref=ref,
+                min_member=max(sizes) if sizes else len(members),
+                created=min(p.created for p in members),
+            )
+        return None
+
+    def unit_of(self, ref: GroupRef) -> tuple[GroupRef, ...]:
+        """The refs placed together with `ref`: its GangGroup, or itself alone."""
+        group = self.groups.get(ref)
+        if group is None or len(group.gang_group) <= 1:
+            return (ref,)
+        refs = set(group.gang_group) | {ref}
+        return tuple(sorted(refs, key=lambda r: (r.namespace, r.name, r.dialect.value)))
+
+    def pending_refs(self) -> set[GroupRef]:
+        return {self.group_of(pod) for pod in self.pods.values() if self.is_pending(pod)}
+
+    def group_members(self, ref: GroupRef) -> list[Pod]:
+        if ref.dialect is Dialect.LONE_POD:
+            pod = self.pods.get(ref.key)
+            return [pod] if pod is not None else []
+        return list(self.members.get(ref, {}).values())
+
+    # ----------------------------------------------------------------------------- changes
+    def upsert_pod(self, pod: Pod) -> None:
+        old = self.pods.get(pod.key)
+        if old is not None:
+            self._unindex(old)
+            self.snapshot.unplace(old)
+            self.snapshot.clear_nomination(old.key)
+            self.snapshot.commit()
+        self.pods[pod.key] = pod
+        self._index(pod)
+        if pod.holds_resources and pod.node_name in self.snapshot.index:
+            self.snapshot.place(pod, self.snapshot.index[pod.node_name])
+
+    def delete_pod(self, key: str) -> Pod | None:
+        pod = self.pods.pop(key, None)
+        if pod is not None:
+            self._unindex(pod)
+            self.snapshot.unplace(pod)
+            self.snapshot.clear_nomination(key)
+            self.snapshot.commit()
+        return pod
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        """Record a placement decided by a cycle (its snapshot entry is already committed)."""
+        pod.node_name = node_name
+        if pod.nominated_node_name is not None:
+            pod.nominated_node_name = None
+        self.snapshot.clear_nomination(pod.key)
+        self.snapshot.commit()
+
+    def forget(self, pod: Pod) -> None:
+        """Undo an assumed placement whose bind failed."""
+        self.snapshot.unplace(pod)
+        pod.node_name = None
+
+    def nominate(self, pod: Pod, node_name: str | None) -> None:
+        pod.nominated_node_name = node_name
+        if node_name is None or node_name not in self.snapshot.index:
+            self.snapshot.clear_nomination(pod.key)
+        else:
+            self.snapshot.nominate(pod, self.snapshot.index[node_name])
+        self.snapshot.commit()
+
+    def upsert_node(self, node: Node) -> None:
+        self.nodes[node.name] = node
+        self.snapshot.update_node(node)
+
+    def delete_node(self, name: str) -> None:
+        self.nodes.pop(name, None)
+        self.snapshot.remove_node(name)
+
+    def upsert_group(self, group: PodGroup) -> None:
+        self.groups[group.ref] = group
+
+    def delete_group(self, ref: GroupRef) -> None:
+        self.groups.pop(ref, None)
+
+    def _index(self, pod: Pod) -> None:
+        if pod.group is not None:
+            self.members[pod.group][pod.key] = pod
+        if pod.nominated_node_name and pod.node_name is None:
+            index = self.snapshot.index.get(pod.nominated_node_name)
+            if index is not None:
+                self.snapshot.nominate(pod, index)
+                self.snapshot.commit()
+
+    def _unindex(self, pod: Pod) -> None:
+        if pod.group is not None:
+            members = self.members.get(pod.group)
+            if members is not None:
+                members.pop(pod.key, None)
+                if not members:
+                    del self.members[pod.group]

@@ -1,0 +1,353 @@
+"""The PodGroup scheduling cycle: place a gang whole (at least minMember) or not at all.
+
+Upstream semantics first (REFERENCE.md section 2): all pending members together, ordered by
+priority then first-seen time, evaluated on one snapshot; each pod that fits is assumed so the
+next one sees it; the group gives up as soon as minMember is out of reach; on failure every
+assume is rolled back. Members already bound count toward minMember, and members beyond
+minMember that do not fit stay pending.
+
+Where that fixed order fails, upstream stops. We then search, under a budget: largest pods
+first, largest first with bin packing, and finally a depth-first search over nodes with
+backtracking through the snapshot journal. Heterogeneous gangs and gangs whose members depend
+on each other (affinity, spread) are exactly where the first order misses placements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gangsched.core.framework import Diagnosis, Framework
+from gangsched.core.model import GroupRef, Pod, PodGroup
+from gangsched.core.plugins.most_allocated import MostAllocated
+from gangsched.core.snapshot import Snapshot
+from gangsched.core.status import Code
+
+
+@dataclass(slots=True)
+class GangMember:
+    group: PodGroup
+    bound: list[Pod]
+    pending: list[Pod]
+
+
+@dataclass(slots=True)
+class Gang:
+    """What one cycle places: a PodGroup, or every PodGroup of a Koordinator GangGroup."""
+
+    key: GroupRef
+    parts: list[GangMember]
+
+    @property
+    def pending(self) -> list[Pod]:
+        return [pod for part in self.parts for pod in part.pending]
+
+    def ref_of(self, pod: Pod) -> GroupRef:
+        for part in self.parts:
+            if any(member is pod for member in part.pending):
+                return part.group.ref
+        raise KeyError(pod.key)
+
+    @property
+    def priority(self) -> int:
+        prios = [part.group.priority for part in self.parts if part.group.priority is not None]
+        prios += [pod.priority for pod in self.pending]
+        return max(prios, default=0)
+
+
+@dataclass(slots=True)
+class CycleConfig:
+    #: Node assumptions the backtracking search may try before giving up.
+    search_budget: int = 2000
+    #: Candidate nodes tried per pod in the backtracking search (best scores first).
+    search_width: int = 8
+
+
+@dataclass(slots=True)
+class CycleResult:
+    code: Code
+    #: Pending pod -> node index, when code is SUCCESS (kept assumed in the snapshot).
+    placements: list[tuple[Pod, int]] = field(default_factory=list)
+    #: Gang-level message (why it waits, failed or errored).
+    message: str = ""
+    #: Per pending pod that was not placed: the kube-scheduler style reason.
+    pod_messages: dict[str, str] = field(default_factory=dict)
+    #: The first pod that fit nowhere and its per-node diagnosis (for preemption).
+    failed_pod: Pod | None = None
+    diagnosis: Diagnosis | None = None
+    #: Which search found the placement: greedy, largest-first, bin-packing, backtracking.
+    strategy: str = ""
+
+
+def member_order(pods: Sequence[Pod]) -> list[Pod]:
+    """Upstream order: higher priority first, then first seen, then name."""
+    return sorted(pods, key=lambda p: (-p.priority, p.created, p.namespace, p.name))
+
+
+def validate(gang: Gang) -> str | None:
+    """The consistency checks upstream runs before a group cycle; a message if they fail."""
+    for part in gang.parts:
+        pods = part.pending + part.bound
+        if not pods:
+            continue
+        names = {p.scheduler_name for p in pods}
+        if len(names) > 1:
+            return (
+                f"all pods in a single pod group should have the same schedulerName, "
+                f"got {', '.join(sorted(names))}"
+            )
+        if part.group.priority is not None:
+            for pod in part.pending:
+                if pod.priority != part.group.priority:
+                    return (
+                        "all pods in a single pod group should have the same priority as the "
+                        f"pod group's priority, got {part.group.priority} and {pod.priority}"
+                    )
+        prios = sorted({p.priority for p in part.pending})
+        if len(prios) > 1:
+            return (
+                "all pods in a single pod group should have the same priority, "
+                f"got {prios[0]} and {prios[-1]}"
+            )
+        policies = sorted({p.preemption_policy for p in part.pending})
+        if len(policies) > 1:
+            return (
+                "all pods in a single pod group should have the same preemptionPolicy, "
+                f"got {policies[0]} and {policies[-1]}"
+            )
+    return None
+
+
+def waiting_message(gang: Gang) -> str | None:
+    """Fewer members exist than minMember: nothing is placed until they arrive."""
+    for part in gang.parts:
+        have = len(part.bound) + len(part.pending)
+        need = part.group.min_member
+        if have < need:
+            return (
+                f"pod group {part.group.key} has {have} of minMember {need} pods; "
+                f"waiting for {need - have} more"
+            )
+    return None
+
+
+def _satisfied(gang: Gang, placed: dict[GroupRef, int]) -> bool:
+    return all(
+        len(part.bound) + placed.get(part.group.ref, 0) >= part.group.min_member
+        for part in gang.parts
+    )
+
+
+class GangPlacer:
+    """Runs the cycle for one gang over a snapshot. Leaves successful placements assumed."""
+
+    def __init__(self, framework: Framework, config: CycleConfig | None = None) -> None:
+        self.framework = framework
+        self.config = config or CycleConfig()
+        self._packing = Framework(
+            filters=framework.filters, scores=[(MostAllocated({"cpu": 1.0, "memory": 1.0}), 1.0)]
+        )
+
+    def place(self, gang: Gang, snap: Snapshot) -> CycleResult:
+        error = validate(gang)
+        if error is not None:
+            return CycleResult(Code.ERROR, message=error)
+        waiting = waiting_message(gang)
+        if waiting is not None:
+            return CycleResult(Code.WAIT, message=waiting)
+        if _satisfied(gang, {}) and not gang.pending:
+            return CycleResult(Code.SUCCESS, strategy="already-bound")
+
+        mark = snap.checkpoint()
+        first = self._greedy(gang, snap, member_order(gang.pending), self.framework, diagnose=True)
+        if first.code is Code.SUCCESS:
+            first.strategy = "greedy"
+            return first
+        snap.rollback(mark)
+
+        largest = sorted(gang.pending, key=lambda p: _size_key(p, snap))
+        attempts: list[tuple[str, Callable[[], CycleResult]]] = [
+            ("largest-first", lambda: self._greedy(gang, snap, largest, self.framework)),
+            ("bin-packing", lambda: self._greedy(gang, snap, largest, self._packing)),
+            ("backtracking", lambda: self._backtrack(gang, snap, largest)),
+        ]
+        for name, attempt in attempts:
+            if len(gang.pending) <= 1 and name != "backtracking":
+                continue  # one pod: every order is the same
+            result = attempt()
+            if result.code is Code.SUCCESS:
+                result.strategy = name
+                extend_placement(gang, snap, self.framework, result)
+                return result
+            snap.rollback(mark)
+        return first
+
+    # ------------------------------------------------------------------------------ greedy
+    def _greedy(
+        self,
+        gang: Gang,
+        snap: Snapshot,
+        order: list[Pod],
+        framework: Framework,
+        *,
+        diagnose: bool = False,
+    ) -> CycleResult:
+        placements: list[tuple[Pod, int]] = []
+        placed: dict[GroupRef, int] = {}
+        remaining = {part.group.ref: len(part.pending) for part in gang.parts}
+        result = CycleResult(Code.UNSCHEDULABLE)
+        for pod in order:
+            ref = gang.ref_of(pod)
+            remaining[ref] -= 1
+            ctx = framework.context(pod, snap)
+            mask = framework.feasible(ctx, snap)
+            if mask.any():
+                node = framework.select(ctx, snap, mask)
+                snap.assume(pod, node)
+                placements.append((pod, node))
+                placed[ref] = placed.get(ref, 0) + 1
+                continue
+            if diagnose:
+                diagnosis = framework.diagnose(ctx, snap)
+                result.pod_messages[pod.key] = diagnosis.fit.message()
+                if result.failed_pod is None:
+                    result.failed_pod, result.diagnosis = pod, diagnosis
+            part = _part_of(gang, ref)
+            scheduled = len(part.bound) + placed.get(ref, 0)
+            if scheduled + remaining[ref] < part.group.min_member:
+                result.message = _give_up_message(part, scheduled, remaining[ref], result)
+                return result
+        if _satisfied(gang, placed):
+            return CycleResult(
+                Code.SUCCESS, placements=placements, pod_messages=result.pod_messages
+            )
+        short = next(
+            p for p in gang.parts if len(p.bound) + placed.get(p.group.ref, 0) < p.group.min_member
+        )
+        result.message = _give_up_message(
+            short, len(short.bound) + placed.get(short.group.ref, 0), 0, result
+        )
+        return result
+
+    # -------------------------------------------------------------------------- backtracking
+    def _backtrack(self, gang: Gang, snap: Snapshot, order: list[Pod]) -> CycleResult:
+        """Depth-first over (pod, node), trying each pod on its best few distinct nodes and,
+        where the group has spare members, leaving it out. Bounded by `search_budget`."""
+        budget = [self.config.search_budget]
+        placements: list[tuple[Pod, int]] = []
+        placed: dict[GroupRef, int] = {}
+        spare = {
+            part.group.ref: len(part.bound) + len(part.pending) - part.group.min_member
+            for part in gang.parts
+        }
+        skipped: dict[GroupRef, int] = {}
+        dedupe = _nodes_interchangeable(order)
+
+        def search(i: int) -> bool:
+            if _satisfied(gang, placed):
+                return True
+            if i == len(order) or budget[0] <= 0:
+                return False
+            pod = order[i]
+            ref = gang.ref_of(pod)
+            ctx = self.framework.context(pod, snap)
+            mask = self.framework.feasible(ctx, snap)
+            seen: set[object] = set()
+            tried = 0
+            for node in self.framework.ranked(ctx, snap, mask):
+                if tried >= self.config.search_width or budget[0] <= 0:
+                    break
+                if dedupe:
+                    signature = _node_signature(snap, int(node))
+                    if signature in seen:
+                        continue
+                    seen.add(signature)
+                tried += 1
+                budget[0] -= 1
+                mark = snap.checkpoint()
+                snap.assume(pod, int(node))
+                placements.append((pod, int(node)))
+                placed[ref] = placed.get(ref, 0) + 1
+                if search(i + 1):
+                    return True
+                placed[ref] -= 1
+                placements.pop()
+                snap.rollback(mark)
+            if skipped.get(ref, 0) < spare[ref]:
+                skipped[ref] = skipped.get(ref, 0) + 1
+                if search(i + 1):
+                    return True
+                skipped[ref] -= 1
+            return False
+
+        if search(0):
+            return CycleResult(Code.SUCCESS, placements=list(placements))
+        return CycleResult(Code.UNSCHEDULABLE)
+
+
+def extend_placement(gang: Gang, snap: Snapshot, framework: Framework, result: CycleResult) -> None:
+    """After a search satisfied minMember, place leftover members greedily where they fit."""
+    placed = {id(pod) for pod, _ in result.placements}
+    for pod in member_order(gang.pending):
+        if id(pod) in placed:
+            continue
+        ctx = framework.context(pod, snap)
+        mask = framework.feasible(ctx, snap)
+        if mask.any():
+            node = framework.select(ctx, snap, mask)
+            snap.assume(pod, node)
+            result.placements.append((pod, node))
+            result.pod_messages.pop(pod.key, None)
+        elif pod.key not in result.pod_messages:
+            result.pod_messages[pod.key] = framework.diagnose(ctx, snap).fit.message()
+
+
+def _part_of(gang: Gang, ref: GroupRef) -> GangMember:
+    return next(part for part in gang.parts if part.group.ref == ref)
+
+
+def _give_up_message(part: GangMember, scheduled: int, remaining: int, result: CycleResult) -> str:
+    text = (
+        f"minCount ({part.group.min_member}) cannot be satisfied: "
+        f"{scheduled} scheduled, {remaining} remaining"
+    )
+    if result.failed_pod is not None and result.diagnosis is not None:
+        text += f"; {result.failed_pod.key}: {result.diagnosis.fit.message()}"
+    return text
+
+
+def _size_key(pod: Pod, snap: Snapshot) -> tuple[float, float, str]:
+    """Largest first by dominant share of the biggest node, then total share, then name."""
+    vec = snap.vector(pod).astype(np.float64)
+    capacity = snap.allocatable.max(axis=0).astype(np.float64) if len(snap) else vec
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = np.where(capacity > 0, vec / capacity, 0.0)
+    return (-float(shares.max(initial=0.0)), -float(shares.sum()), pod.key)
+
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _nodes_interchangeable(order: list[Pod]) -> bool:
+    """Nodes with equal free capacity, labels (but the hostname) and taints are
+    interchangeable for the search unless a member cares about node identity, ports or
+    other pods; then trying one of them stands for all."""
+    for pod in order:
+        c = pod.constraints
+        if c.node_name or pod.host_ports or pod.affinity or pod.anti_affinity or pod.spread:
+            return False
+        if any(key == HOSTNAME_LABEL for key, _ in c.node_selector):
+            return False
+        for term in c.required_terms or ():
+            if term.match_fields or any(r.key == HOSTNAME_LABEL for r in term.match_expressions):
+                return False
+    return True
+
+
+def _node_signature(snap: Snapshot, node: int) -> object:
+    n = snap.nodes[node]
+    free = (snap.allocatable[node] - snap.requested[node]).tobytes()
+    labels = tuple(sorted((k, v) for k, v in n.labels.items() if k != HOSTNAME_LABEL))
+    return (free, labels, n.taints, n.unschedulable)

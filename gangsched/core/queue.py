@@ -1,0 +1,165 @@
+"""The scheduling queue of gangs: active, backoff and unschedulable, as in kube-scheduler.
+
+Pure and clock-free: callers pass `now`. Gangs are ordered by priority, then age, then name,
+so a high-priority gang is never stuck behind a low one; a gang that cannot be placed goes to
+the unschedulable pool and comes back only when the cluster changes in a way that may help
+(or after a flush interval), so it never blocks the others.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from enum import Enum
+
+from gangsched.core.model import GroupRef
+
+ACTIVE, BACKOFF, UNSCHEDULABLE = "active", "backoff", "unschedulable"
+
+
+class State(str, Enum):
+    ACTIVE = ACTIVE
+    BACKOFF = BACKOFF
+    UNSCHEDULABLE = UNSCHEDULABLE
+
+
+@dataclass(slots=True)
+class _Entry:
+    ref: GroupRef
+    priority: int
+    created: float
+    state: State = State.ACTIVE
+    attempts: int = 0
+    ready_at: float = 0.0
+    since: float = 0.0
+    seq: int = 0
+
+
+@dataclass(slots=True)
+class SchedulingQueue:
+    initial_backoff: float = 1.0
+    max_backoff: float = 10.0
+    #: Unschedulable gangs are retried at least this often even without a helpful event.
+    unschedulable_flush: float = 300.0
+    _entries: dict[GroupRef, _Entry] = field(default_factory=dict)
+    _heap: list[tuple[int, float, str, int, GroupRef]] = field(default_factory=list)
+    _seq: int = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, ref: GroupRef) -> bool:
+        return ref in self._entries
+
+    def add(self, ref: GroupRef, *, priority: int, created: float, now: float = 0.0) -> None:
+        """A gang has pending pods. New gangs become active; known ones keep their state."""
+        entry = self._entries.get(ref)
+        if entry is None:
+            entry = _Entry(ref, priority, created, since=now)
+            self._entries[ref] = entry
+            self._push(entry)
+        elif entry.priority != priority or entry.created != created:
+            entry.priority, entry.created = priority, created
+            if entry.state is State.ACTIVE:
+                self._push(entry)
+
+    def remove(self, ref: GroupRef) -> None:
+        self._entries.pop(ref, None)
+
+    def pop(self, now: float) -> GroupRef | None:
+        """The most important gang ready to be tried, or None."""
+        self._release(now)
+        while self._heap:
+            _, _, _, seq, ref = heapq.heappop(self._heap)
+            entry = self._entries.get(ref)
+            if entry is None or entry.state is not State.ACTIVE or entry.seq != seq:
+                continue  # stale heap item
+            entry.state = State.BACKOFF  # in flight: not poppable until requeued
+            entry.ready_at = float("inf")
+            return ref
+        return None
+
+    def done(self, ref: GroupRef) -> None:
+        """Scheduled (or no longer pending): forget it and its backoff history."""
+        self._entries.pop(ref, None)
+
+    def unschedulable(self, ref: GroupRef, now: float) -> None:
+        entry = self._entries.get(ref)
+        if entry is None:
+            return
+        entry.attempts += 1
+        entry.state = State.UNSCHEDULABLE
+        entry.since = now
+        entry.ready_at = now + self.backoff_for(entry.attempts)
+
+    def backoff(self, ref: GroupRef, now: float) -> None:
+        """Retry after the backoff interval whatever happens (errors, lost binds)."""
+        entry = self._entries.get(ref)
+        if entry is None:
+            return
+        entry.attempts += 1
+        entry.state = State.BACKOFF
+        entry.ready_at = now + self.backoff_for(entry.attempts)
+
+    def activate(self, ref: GroupRef) -> None:
+        """Retry now (e.g. its preemption victims are gone)."""
+        entry = self._entries.get(ref)
+        if entry is not None and entry.state is not State.ACTIVE:
+            entry.state = State.ACTIVE
+            self._push(entry)
+
+    def cluster_changed(self, now: float) -> int:
+        """Something that may help happened: unschedulable gangs go to backoff or active."""
+        moved = 0
+        for entry in self._entries.values():
+            if entry.state is State.UNSCHEDULABLE:
+                moved += 1
+                if entry.ready_at <= now:
+                    entry.state = State.ACTIVE
+                    self._push(entry)
+                else:
+                    entry.state = State.BACKOFF
+        return moved
+
+    def backoff_for(self, attempts: int) -> float:
+        return float(min(self.max_backoff, self.initial_backoff * 2 ** max(attempts - 1, 0)))
+
+    def next_ready_at(self) -> float | None:
+        """When the earliest backoff expires (for a driver deciding how long to sleep)."""
+        times = [e.ready_at for e in self._entries.values() if e.state is State.BACKOFF]
+        times += [
+            e.since + self.unschedulable_flush
+            for e in self._entries.values()
+            if e.state is State.UNSCHEDULABLE
+        ]
+        finite = [t for t in times if t != float("inf")]
+        return min(finite) if finite else None
+
+    def counts(self) -> dict[str, int]:
+        result = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0}
+        for entry in self._entries.values():
+            result[entry.state.value] += 1
+        return result
+
+    def state_of(self, ref: GroupRef) -> State | None:
+        entry = self._entries.get(ref)
+        return entry.state if entry else None
+
+    def _release(self, now: float) -> None:
+        for entry in self._entries.values():
+            if entry.state is State.BACKOFF and entry.ready_at <= now:
+                entry.state = State.ACTIVE
+                self._push(entry)
+            elif (
+                entry.state is State.UNSCHEDULABLE and now - entry.since >= self.unschedulable_flush
+            ):
+                entry.state = State.ACTIVE
+                entry.since = now
+                self._push(entry)
+
+    def _push(self, entry: _Entry) -> None:
+        self._seq += 1
+        entry.seq = self._seq
+        heapq.heappush(
+            self._heap, (-entry.priority, entry.created, entry.ref.key, entry.seq, entry.ref)
+        )

@@ -1,0 +1,289 @@
+"""One scheduling step: pop the most important gang, run its cycle, return the decisions.
+
+`gangsched run` and `gangsched simulate` both drive this class; they differ only in how the
+decisions are carried out (API server vs in-memory cluster) and in where time comes from.
+Placements are assumed in the cluster state as soon as they are decided, like kube-scheduler's
+cache, so the next cycle never double-books a node while a bind is in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember, GangPlacer
+from gangsched.core.decisions import Bind, Decision, Event, GroupOutcome, SetCondition
+from gangsched.core.framework import Framework
+from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
+from gangsched.core.plugins import ScoringConfig, build_framework
+from gangsched.core.queue import SchedulingQueue
+from gangsched.core.status import Code
+
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+WAITING = "waiting"
+ERROR = "error"
+WAITING_ON_PREEMPTION = "waiting_on_preemption"
+
+
+@dataclass(slots=True)
+class PreemptionOutcome:
+    """What preemption decided for a gang that could not be placed."""
+
+    #: True when victims were chosen (or earlier ones are still terminating).
+    started: bool
+    message: str
+    decisions: list[Decision] = field(default_factory=list)
+    victims: list[Pod] = field(default_factory=list)
+    pdb_violations: int = 0
+    reprieved: int = 0
+    strategy: str = ""
+
+
+class Preemptor(Protocol):
+    def preempt(
+        self, gang: Gang, failed: CycleResult, cluster: ClusterState, framework: Framework
+    ) -> PreemptionOutcome: ...
+
+
+@dataclass(slots=True)
+class SchedulerConfig:
+    scheduler_name: str = "gangsched"
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    cycle: CycleConfig = field(default_factory=CycleConfig)
+    initial_backoff: float = 1.0
+    max_backoff: float = 10.0
+
+
+@dataclass(slots=True)
+class CycleReport:
+    """Everything one step decided, for the driver, the logs and the metrics."""
+
+    gang: GroupRef
+    result: str
+    message: str
+    decisions: list[Decision]
+    pods: list[str]
+    strategy: str = ""
+    victims: int = 0
+    preemption: PreemptionOutcome | None = None
+
+    @property
+    def bound(self) -> list[Bind]:
+        return [d for d in self.decisions if isinstance(d, Bind)]
+
+
+class Scheduler:
+    def __init__(
+        self,
+        cluster: ClusterState,
+        config: SchedulerConfig | None = None,
+        *,
+        preemptor: Preemptor | None = None,
+    ) -> None:
+        self.config = config or SchedulerConfig(scheduler_name=cluster.scheduler_name)
+        self.cluster = cluster
+        self.framework = build_framework(self.config.scoring)
+        self.placer = GangPlacer(self.framework, self.config.cycle)
+        self.queue = SchedulingQueue(
+            initial_backoff=self.config.initial_backoff, max_backoff=self.config.max_backoff
+        )
+        self.preemptor = preemptor
+
+    # ------------------------------------------------------------------------------ queueing
+    def unit_key(self, ref: GroupRef) -> GroupRef:
+        return self.cluster.unit_of(ref)[0]
+
+    def enqueue_pending(self, now: float = 0.0) -> None:
+        """Make sure every gang with pending pods is in the queue; drop the others."""
+        keys = {self.unit_key(ref) for ref in self.cluster.pending_refs()}
+        for key in keys:
+            gang = self.gang(key)
+            self.queue.add(key, priority=gang.priority, created=self._created(gang), now=now)
+
+    def enqueue_pod(self, pod: Pod, now: float = 0.0) -> None:
+        if self.cluster.is_pending(pod):
+            key = self.unit_key(self.cluster.group_of(pod))
+            gang = self.gang(key)
+            self.queue.add(key, priority=gang.priority, created=self._created(gang), now=now)
+
+    def gang(self, key: GroupRef) -> Gang:
+        parts: list[GangMember] = []
+        for ref in self.cluster.unit_of(key):
+            group = self.cluster.pod_group(ref) or _missing_group(ref)
+            bound: list[Pod] = []
+            pending: list[Pod] = []
+            for pod in self.cluster.group_members(ref):
+                if self.cluster.is_pending(pod):
+                    pending.append(pod)
+                elif pod.node_name is not None and not pod.terminating and pod.phase != "Failed":
+                    bound.append(pod)
+            parts.append(GangMember(group=group, bound=bound, pending=pending))
+        return Gang(key=key, parts=parts)
+
+    # ------------------------------------------------------------------------------ stepping
+    def step(self, now: float) -> CycleReport | None:
+        """Pop and try one gang; None when nothing is ready."""
+        while True:
+            key = self.queue.pop(now)
+            if key is None:
+                return None
+            gang = self.gang(key)
+            if not gang.pending:
+                self.queue.done(key)
+                continue
+            return self.schedule(gang, now)
+
+    def schedule(self, gang: Gang, now: float) -> CycleReport:
+        snap = self.cluster.snapshot
+        missing = [p for p in gang.parts if p.group.min_member < 0]
+        if missing:
+            return self._unresolved(gang, missing[0], now)
+        mark = snap.checkpoint()
+        result = self.placer.place(gang, snap)
+        pods = [p.key for p in gang.pending]
+        if result.code is Code.SUCCESS:
+            snap.commit()
+            return self._scheduled(gang, result, pods, now)
+        snap.rollback(mark)
+        if result.code is Code.WAIT:
+            self.queue.unschedulable(gang.key, now)
+            return self._not_scheduled(gang, WAITING, "Unschedulable", result.message, {}, pods)
+        if result.code is Code.ERROR:
+            self.queue.backoff(gang.key, now)
+            return self._not_scheduled(gang, ERROR, "SchedulerError", result.message, {}, pods)
+        preemption = None
+        if self.preemptor is not None:
+            preemption = self.preemptor.preempt(gang, result, self.cluster, self.framework)
+            if preemption.started:
+                # Retried once the victims are gone (the driver activates it on deletion).
+                self.queue.unschedulable(gang.key, now)
+                report = self._not_scheduled(
+                    gang,
+                    WAITING_ON_PREEMPTION,
+                    "Unschedulable",
+                    f"{result.message}; {preemption.message}",
+                    result.pod_messages,
+                    pods,
+                )
+                report.decisions[:0] = preemption.decisions
+                report.victims = len(preemption.victims)
+                report.preemption = preemption
+                return report
+        self.queue.unschedulable(gang.key, now)
+        message = result.message
+        if preemption is not None and preemption.message:
+            message = f"{message}; {preemption.message}"
+        report = self._not_scheduled(
+            gang, UNSCHEDULABLE, "Unschedulable", message, result.pod_messages, pods
+        )
+        report.preemption = preemption
+        return report
+
+    # -------------------------------------------------------------------------------- results
+    def _scheduled(
+        self, gang: Gang, result: CycleResult, pods: list[str], now: float
+    ) -> CycleReport:
+        decisions: list[Decision] = []
+        placed: set[str] = set()
+        for pod, node in result.placements:
+            node_name = self.cluster.snapshot.nodes[node].name
+            self.cluster.bind(pod, node_name)
+            placed.add(pod.key)
+            decisions.append(Bind(pod=pod.key, uid=pod.uid, node=node_name, group=gang.key))
+            decisions.append(
+                Event(
+                    "Pod",
+                    pod.key,
+                    "Normal",
+                    "Scheduled",
+                    "Binding",
+                    f"Successfully assigned {pod.key} to {node_name}",
+                )
+            )
+        for pod in gang.pending:
+            if pod.key not in placed:
+                message = result.pod_messages.get(pod.key, "no node fits this pod")
+                decisions.append(_unschedulable(pod, "Unschedulable", message))
+        if result.placements:
+            self.queue.done(gang.key)
+        else:
+            # minMember is met by bound members and no extra member fits: wait for a change.
+            self.queue.unschedulable(gang.key, now)
+            return self._not_scheduled(
+                gang,
+                UNSCHEDULABLE,
+                "Unschedulable",
+                "no additional member of the group fits",
+                result.pod_messages,
+                pods,
+            )
+        for part in gang.parts:
+            scheduled = len(part.bound) + sum(
+                1 for pod, _ in result.placements if any(pod is p for p in part.pending)
+            )
+            decisions.append(
+                GroupOutcome(part.group.ref, SCHEDULED, f"{scheduled} pod(s) scheduled")
+            )
+        return CycleReport(
+            gang=gang.key,
+            result=SCHEDULED,
+            message=f"placed {len(result.placements)} pod(s) ({result.strategy})",
+            decisions=decisions,
+            pods=pods,
+            strategy=result.strategy,
+        )
+
+    def _not_scheduled(
+        self,
+        gang: Gang,
+        result: str,
+        reason: str,
+        message: str,
+        pod_messages: dict[str, str],
+        pods: list[str],
+    ) -> CycleReport:
+        decisions: list[Decision] = []
+        for pod in gang.pending:
+            detail = pod_messages.get(pod.key)
+            text = message if detail is None or detail in message else f"{message}; {detail}"
+            decisions.append(_unschedulable(pod, reason, text))
+        for part in gang.parts:
+            decisions.append(GroupOutcome(part.group.ref, result, message))
+        kind, name = _regarding(gang)
+        event_type = "Normal" if result == WAITING_ON_PREEMPTION else "Warning"
+        event_reason = "FailedScheduling" if result != WAITING_ON_PREEMPTION else "Preempting"
+        decisions.append(Event(kind, name, event_type, event_reason, "Scheduling", message))
+        return CycleReport(
+            gang=gang.key, result=result, message=message, decisions=decisions, pods=pods
+        )
+
+    def _unresolved(self, gang: Gang, part: GangMember, now: float) -> CycleReport:
+        ref = part.group.ref
+        message = f"{ref.dialect.value} PodGroup {ref.key} not found"
+        self.queue.unschedulable(gang.key, now)
+        return self._not_scheduled(
+            gang, UNSCHEDULABLE, "Unschedulable", message, {}, [p.key for p in gang.pending]
+        )
+
+    @staticmethod
+    def _created(gang: Gang) -> float:
+        times = [part.group.created for part in gang.parts if part.group.created]
+        times += [pod.created for pod in gang.pending]
+        return min(times, default=0.0)
+
+
+def _missing_group(ref: GroupRef) -> PodGroup:
+    """Stand-in for a PodGroup the pods name but the cluster does not have (min_member -1)."""
+    return PodGroup(ref=ref, min_member=-1)
+
+
+def _regarding(gang: Gang) -> tuple[str, str]:
+    if gang.key.dialect is Dialect.LONE_POD:
+        return "Pod", gang.key.key
+    return "PodGroup", gang.key.key
+
+
+def _unschedulable(pod: Pod, reason: str, message: str) -> SetCondition:
+    return SetCondition(pod.key, pod.uid, "PodScheduled", "False", reason, message)
