@@ -1,20 +1,168 @@
-"""InterPodAffinity (placeholder until implemented): rejects nothing."""
+"""InterPodAffinity: required pod affinity and anti-affinity, both ways, as kube-scheduler.
+
+Three checks, the first failing one names the reason:
+
+* the incoming pod's affinity: the node has every term's topology key and its domains hold
+  a pod matching *all* terms (upstream counts only such pods). The first pod of a
+  self-affine group passes when no matching pod exists anywhere and it matches its own terms,
+  or it could never start. Unresolvable: evicting pods cannot create a match.
+* the incoming pod's anti-affinity: no pod matching a term in the node's domain for that
+  term; a node without the key cannot share a domain, so it passes.
+* symmetry: required anti-affinity terms of pods already placed (`snap.anti_affinity_pods`)
+  that match the incoming pod reject every node in the placed pod's domain.
+
+Counting is one pass over the pods per call, into per-domain arrays that are spread over
+nodes through the cached topology-key domain ids; pods assumed earlier in the cycle are on
+their nodes in the snapshot and count like bound ones.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
 from gangsched.core.framework import PodContext
-from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.model import Pod, PodAffinityTerm
+from gangsched.core.plugins.pod_topology_spread import Domains, domains, memo_get, memo_put
+from gangsched.core.snapshot import BoolVector, IntVector, Snapshot
 from gangsched.core.status import Code
+
+AFFINITY_REASON = "node(s) didn't match pod affinity rules"
+ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+_PASS, _AFFINITY, _ANTI_AFFINITY, _EXISTING = 0, 1, 2, 3
+_EXPLANATIONS: dict[int, tuple[str, Code]] = {
+    _AFFINITY: (AFFINITY_REASON, Code.UNRESOLVABLE),
+    _ANTI_AFFINITY: (ANTI_AFFINITY_REASON, Code.UNSCHEDULABLE),
+    _EXISTING: (EXISTING_ANTI_AFFINITY_REASON, Code.UNSCHEDULABLE),
+}
+
+
+def term_matches(
+    term: PodAffinityTerm, owner_namespace: str, pod: Pod, namespace_labels: dict[str, str]
+) -> bool:
+    """Whether `term` of a pod in `owner_namespace` selects `pod`.
+
+    A term without a label selector selects nothing (LabelSelectorAsSelector(nil)).
+    """
+    if term.selector is None:
+        return False
+    if not term.selects_namespace(owner_namespace, pod.namespace, namespace_labels):
+        return False
+    return term.selector.matches(pod.labels)
+
+
+class _DomainCounts:
+    """Per topology key, a count per domain, filled pod by pod and read per node."""
+
+    def __init__(self, snap: Snapshot, keys: Iterable[str]) -> None:
+        self.domains: dict[str, Domains] = {key: domains(snap, key) for key in keys}
+        self._ids = {key: d.ids.tolist() for key, d in self.domains.items()}
+        self.counts: dict[str, list[int]] = {
+            key: [0] * len(d.values) for key, d in self.domains.items()
+        }
+
+    def add(self, key: str, node: int) -> bool:
+        """Count one pod on `node` in its domain; False when the node lacks the key."""
+        domain: int = self._ids[key][node]
+        if domain < 0:
+            return False
+        self.counts[key][domain] += 1
+        return True
+
+    def per_node(self, key: str) -> IntVector:
+        return self.domains[key].per_node(np.array(self.counts[key], dtype=np.int64))
 
 
 class InterPodAffinity:
     name = "InterPodAffinity"
 
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
-        return False
+        pod = ctx.pod
+        return bool(pod.affinity or pod.anti_affinity or snap.anti_affinity_pods)
 
     def filter(self, ctx: PodContext, snap: Snapshot, candidates: BoolVector) -> BoolVector:
-        return candidates
+        verdicts = self._verdicts(ctx.pod, snap)
+        memo_put(ctx, snap, self.name, verdicts)
+        passed: BoolVector = candidates & (verdicts == _PASS)
+        return passed
 
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
-        return []
+        verdicts = memo_get(ctx, snap, self.name)
+        if verdicts is None:
+            verdicts = self._verdicts(ctx.pod, snap)
+        explanation = _EXPLANATIONS.get(int(verdicts[node]))
+        return [] if explanation is None else [explanation]
+
+    # -------------------------------------------------------------------------- internals
+    @staticmethod
+    def _verdicts(pod: Pod, snap: Snapshot) -> npt.NDArray[np.int8]:
+        verdicts = np.full(len(snap), _PASS, dtype=np.int8)
+        if pod.affinity or pod.anti_affinity:
+            affinity_ok, anti_affinity_ok = _incoming(pod, snap)
+            verdicts[~affinity_ok] = _AFFINITY
+            verdicts[(verdicts == _PASS) & ~anti_affinity_ok] = _ANTI_AFFINITY
+        if snap.anti_affinity_pods:
+            verdicts[(verdicts == _PASS) & ~_existing(pod, snap)] = _EXISTING
+        return verdicts
+
+
+def _incoming(pod: Pod, snap: Snapshot) -> tuple[BoolVector, BoolVector]:
+    """Per node: (affinity satisfied, anti-affinity satisfied) for the pod's own terms."""
+    ns_labels = snap.namespace_labels
+    affinity, anti_affinity = pod.affinity, pod.anti_affinity
+    affinity_keys = list(dict.fromkeys(t.topology_key for t in affinity))
+    matched = _DomainCounts(snap, affinity_keys)
+    avoided = _DomainCounts(snap, dict.fromkeys(t.topology_key for t in anti_affinity))
+    any_matched = False  # upstream: len(affinityCounts) > 0
+    for node, pods in enumerate(snap.node_pods):
+        for other in pods.values():
+            if other is pod:
+                continue  # never its own neighbour (it is not placed while being scheduled)
+            labels = ns_labels.get(other.namespace, {})
+            if affinity and all(term_matches(t, pod.namespace, other, labels) for t in affinity):
+                for key in affinity_keys:
+                    any_matched = matched.add(key, node) or any_matched
+            for term in anti_affinity:
+                if term_matches(term, pod.namespace, other, labels):
+                    avoided.add(term.topology_key, node)
+
+    size = len(snap)
+    affinity_ok: BoolVector = np.ones(size, dtype=np.bool_)
+    if affinity:
+        has_keys: BoolVector = np.ones(size, dtype=np.bool_)
+        found: BoolVector = np.ones(size, dtype=np.bool_)
+        for key in affinity_keys:
+            has_keys &= matched.domains[key].present
+            found &= matched.per_node(key) > 0
+        own = ns_labels.get(pod.namespace, {})
+        first_of_group = not any_matched and all(
+            term_matches(t, pod.namespace, pod, own) for t in affinity
+        )
+        affinity_ok = has_keys & (found | first_of_group)
+
+    anti_affinity_ok: BoolVector = np.ones(size, dtype=np.bool_)
+    for key in avoided.domains:
+        anti_affinity_ok &= avoided.per_node(key) == 0  # 0 also where the key is missing
+    return affinity_ok, anti_affinity_ok
+
+
+def _existing(pod: Pod, snap: Snapshot) -> BoolVector:
+    """Per node: no placed pod's required anti-affinity term forbids the pod there."""
+    labels = snap.namespace_labels.get(pod.namespace, {})
+    forbidden: dict[str, set[int]] = {}
+    for other, node in snap.anti_affinity_pods.values():
+        if other is pod:
+            continue
+        for term in other.anti_affinity:
+            if term_matches(term, other.namespace, pod, labels):
+                domain = int(domains(snap, term.topology_key).ids[node])
+                if domain >= 0:
+                    forbidden.setdefault(term.topology_key, set()).add(domain)
+    ok: BoolVector = np.ones(len(snap), dtype=np.bool_)
+    for key, ids in forbidden.items():
+        ok &= ~np.isin(domains(snap, key).ids, np.fromiter(ids, dtype=np.int64, count=len(ids)))
+    return ok
