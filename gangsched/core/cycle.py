@@ -31,6 +31,8 @@ class GangMember:
     group: PodGroup
     bound: list[Pod]
     pending: list[Pod]
+    #: Unbound members left to another scheduler: only validation looks at them.
+    foreign: list[Pod] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -89,7 +91,7 @@ def member_order(pods: Sequence[Pod]) -> list[Pod]:
 def validate(gang: Gang) -> str | None:
     """The consistency checks upstream runs before a group cycle; a message if they fail."""
     for part in gang.parts:
-        pods = part.pending + part.bound
+        pods = part.pending + part.bound + part.foreign
         if not pods:
             continue
         names = {p.scheduler_name for p in pods}

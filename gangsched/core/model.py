@@ -9,7 +9,7 @@ for one pod (e.g. which nodes its selector admits) are reused for every identica
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from gangsched.core.labels import LabelSelector, NodeSelectorTerm
 from gangsched.core.resources import ResourceList
@@ -18,7 +18,7 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 
 
-class Dialect(str, Enum):
+class Dialect(StrEnum):
     """Where a group definition came from. The value is what users see in messages."""
 
     SIGS = "scheduling.sigs.k8s.io"
@@ -28,7 +28,7 @@ class Dialect(str, Enum):
     LONE_POD = "pod"
 
 
-class DisruptionMode(str, Enum):
+class DisruptionMode(StrEnum):
     SINGLE = "Single"
     ALL = "All"
 

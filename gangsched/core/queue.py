@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from gangsched.core.model import GroupRef
 
 ACTIVE, BACKOFF, UNSCHEDULABLE = "active", "backoff", "unschedulable"
 
 
-class State(str, Enum):
+class State(StrEnum):
     ACTIVE = ACTIVE
     BACKOFF = BACKOFF
     UNSCHEDULABLE = UNSCHEDULABLE

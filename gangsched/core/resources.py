@@ -63,4 +63,4 @@ def effective_requests(
 
 def is_extended(name: str) -> bool:
     """Extended resources are the domain-prefixed names, e.g. nvidia.com/gpu."""
-    return name not in STANDARD_RESOURCES and "/" in name or name.startswith("hugepages-")
+    return (name not in STANDARD_RESOURCES and "/" in name) or name.startswith("hugepages-")

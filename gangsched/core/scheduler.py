@@ -114,12 +114,15 @@ class Scheduler:
             group = self.cluster.pod_group(ref) or _missing_group(ref)
             bound: list[Pod] = []
             pending: list[Pod] = []
+            foreign: list[Pod] = []
             for pod in self.cluster.group_members(ref):
                 if self.cluster.is_pending(pod):
                     pending.append(pod)
                 elif pod.node_name is not None and not pod.terminating and pod.phase != "Failed":
                     bound.append(pod)
-            parts.append(GangMember(group=group, bound=bound, pending=pending))
+                elif pod.node_name is None and not pod.terminating and not pod.is_finished:
+                    foreign.append(pod)
+            parts.append(GangMember(group=group, bound=bound, pending=pending, foreign=foreign))
         return Gang(key=key, parts=parts)
 
     # ------------------------------------------------------------------------------ stepping
@@ -149,10 +152,24 @@ class Scheduler:
         snap.rollback(mark)
         if result.code is Code.WAIT:
             self.queue.unschedulable(gang.key, now)
-            return self._not_scheduled(gang, WAITING, "Unschedulable", result.message, {}, pods)
+            return self._not_scheduled(
+                gang,
+                result=WAITING,
+                reason="Unschedulable",
+                message=result.message,
+                pod_messages={},
+                pods=pods,
+            )
         if result.code is Code.ERROR:
             self.queue.backoff(gang.key, now)
-            return self._not_scheduled(gang, ERROR, "SchedulerError", result.message, {}, pods)
+            return self._not_scheduled(
+                gang,
+                result=ERROR,
+                reason="SchedulerError",
+                message=result.message,
+                pod_messages={},
+                pods=pods,
+            )
         preemption = None
         if self.preemptor is not None:
             preemption = self.preemptor.preempt(gang, result, self.cluster, self.framework)
@@ -161,11 +178,11 @@ class Scheduler:
                 self.queue.unschedulable(gang.key, now)
                 report = self._not_scheduled(
                     gang,
-                    WAITING_ON_PREEMPTION,
-                    "Unschedulable",
-                    f"{result.message}; {preemption.message}",
-                    result.pod_messages,
-                    pods,
+                    result=WAITING_ON_PREEMPTION,
+                    reason="Unschedulable",
+                    message=f"{result.message}; {preemption.message}",
+                    pod_messages=result.pod_messages,
+                    pods=pods,
                 )
                 report.decisions[:0] = preemption.decisions
                 report.victims = len(preemption.victims)
@@ -176,7 +193,12 @@ class Scheduler:
         if preemption is not None and preemption.message:
             message = f"{message}; {preemption.message}"
         report = self._not_scheduled(
-            gang, UNSCHEDULABLE, "Unschedulable", message, result.pod_messages, pods
+            gang,
+            result=UNSCHEDULABLE,
+            reason="Unschedulable",
+            message=message,
+            pod_messages=result.pod_messages,
+            pods=pods,
         )
         report.preemption = preemption
         return report
@@ -213,11 +235,11 @@ class Scheduler:
             self.queue.unschedulable(gang.key, now)
             return self._not_scheduled(
                 gang,
-                UNSCHEDULABLE,
-                "Unschedulable",
-                "no additional member of the group fits",
-                result.pod_messages,
-                pods,
+                result=UNSCHEDULABLE,
+                reason="Unschedulable",
+                message="no additional member of the group fits",
+                pod_messages=result.pod_messages,
+                pods=pods,
             )
         for part in gang.parts:
             scheduled = len(part.bound) + sum(
@@ -238,6 +260,7 @@ class Scheduler:
     def _not_scheduled(
         self,
         gang: Gang,
+        *,
         result: str,
         reason: str,
         message: str,
@@ -264,7 +287,12 @@ class Scheduler:
         message = f"{ref.dialect.value} PodGroup {ref.key} not found"
         self.queue.unschedulable(gang.key, now)
         return self._not_scheduled(
-            gang, UNSCHEDULABLE, "Unschedulable", message, {}, [p.key for p in gang.pending]
+            gang,
+            result=UNSCHEDULABLE,
+            reason="Unschedulable",
+            message=message,
+            pod_messages={},
+            pods=[p.key for p in gang.pending],
         )
 
     @staticmethod

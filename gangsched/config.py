@@ -1,0 +1,112 @@
+"""The scheduler configuration file, shared by `gangsched run` and `gangsched simulate`.
+
+Validated with pydantic so a typo is an error naming the field, not a silently ignored key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gangsched.core.cycle import CycleConfig
+from gangsched.core.plugins import ScoringConfig
+from gangsched.core.plugins.registry import DEFAULT_WEIGHTS
+from gangsched.core.scheduler import SchedulerConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Scoring(_Strict):
+    strategy: Literal["LeastAllocated", "MostAllocated"] = "LeastAllocated"
+    resources: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0, "memory": 1.0})
+    weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+
+    @field_validator("weights")
+    @classmethod
+    def _known_plugins(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(DEFAULT_WEIGHTS))
+        if unknown:
+            raise ValueError(f"unknown score plugin(s) {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+        if any(weight < 0 for weight in value.values()):
+            raise ValueError("weights must be >= 0")
+        return value
+
+
+class Preemption(_Strict):
+    enabled: bool = True
+    strategy: Literal["mincost", "kep"] = "mincost"
+
+
+class Backoff(_Strict):
+    initialSeconds: float = Field(1.0, gt=0)
+    maxSeconds: float = Field(10.0, gt=0)
+
+
+class Search(_Strict):
+    budget: int = Field(2000, ge=0)
+    width: int = Field(8, ge=1)
+
+
+class LeaderElection(_Strict):
+    enabled: bool = True
+    leaseName: str = "gangsched"
+    leaseNamespace: str = "gangsched-system"
+    leaseDurationSeconds: float = Field(15.0, gt=0)
+    renewDeadlineSeconds: float = Field(10.0, gt=0)
+    retryPeriodSeconds: float = Field(2.0, gt=0)
+
+
+class Config(_Strict):
+    schedulerName: str = Field("gangsched", min_length=1)
+    scoring: Scoring = Field(default_factory=Scoring)
+    preemption: Preemption = Field(default_factory=Preemption)
+    backoff: Backoff = Field(default_factory=Backoff)
+    search: Search = Field(default_factory=Search)
+    bindConcurrency: int = Field(16, ge=1)
+    metricsAddress: str = "0.0.0.0:10259"
+    healthAddress: str = "0.0.0.0:10258"
+    leaderElection: LeaderElection = Field(default_factory=LeaderElection)
+    logFormat: Literal["json", "console"] = "json"
+
+    def scheduler_config(self) -> SchedulerConfig:
+        return SchedulerConfig(
+            scheduler_name=self.schedulerName,
+            scoring=ScoringConfig(
+                strategy=self.scoring.strategy,
+                resources=dict(self.scoring.resources),
+                weights=dict(self.scoring.weights),
+            ),
+            cycle=CycleConfig(search_budget=self.search.budget, search_width=self.search.width),
+            initial_backoff=self.backoff.initialSeconds,
+            max_backoff=self.backoff.maxSeconds,
+        )
+
+
+class ConfigError(Exception):
+    """The configuration file is unreadable or invalid; the message names each field."""
+
+
+def load_config(path: str | Path | None) -> Config:
+    if path is None:
+        return Config()
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+            lines.append(f"{path}: {where}: {error['msg']}")
+        raise ConfigError("\n".join(lines)) from None

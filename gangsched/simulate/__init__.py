@@ -1,0 +1,1 @@
+"""`gangsched simulate`: the scheduler run offline on a file of manifests."""

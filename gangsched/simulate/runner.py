@@ -1,0 +1,202 @@
+"""Runs the real queue, cycle and preemption on an in-memory cluster until nothing changes.
+
+The same `Scheduler` as `gangsched run`; only the carrying out of decisions differs: binds
+succeed at once and preemption victims disappear at once, so a run ends in the state a real
+cluster would reach once every termination finished. Time is virtual: it advances past every
+backoff whenever the cluster changes, so a run is deterministic and instant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import Bind, Evict, GroupOutcome, Nominate, SetCondition
+from gangsched.core.model import Dialect, GroupRef, Pod
+from gangsched.core.phase import count_members, group_phase
+from gangsched.core.scheduler import (
+    SCHEDULED,
+    CycleReport,
+    Preemptor,
+    Scheduler,
+    SchedulerConfig,
+)
+
+#: A run that takes more steps than this is looping; stop and say so rather than hang.
+MAX_STEPS = 1_000_000
+
+
+@dataclass(slots=True)
+class Step:
+    number: int
+    gang: str
+    result: str
+    message: str
+    strategy: str = ""
+    bound: list[tuple[str, str]] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    nominated: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GroupSummary:
+    phase: str
+    min_member: int
+    scheduled: int
+    message: str
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    bound: dict[str, str] = field(default_factory=dict)
+    preempted: dict[str, str] = field(default_factory=dict)
+    nominated: dict[str, str] = field(default_factory=dict)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    pod_groups: dict[str, GroupSummary] = field(default_factory=dict)
+    timeline: list[Step] = field(default_factory=list)
+    #: Every pod of the input (victims included) as it ended, for the people's table.
+    pods: dict[str, Pod] = field(default_factory=dict)
+    #: Pods that were already running in the input.
+    running_at_start: set[str] = field(default_factory=set)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "bound": dict(sorted(self.bound.items())),
+            "preempted": dict(sorted(self.preempted.items())),
+            "nominated": dict(sorted(self.nominated.items())),
+            "unschedulable": dict(sorted(self.unschedulable.items())),
+            "podGroups": {
+                key: {
+                    "phase": g.phase,
+                    "minMember": g.min_member,
+                    "scheduled": g.scheduled,
+                    "message": g.message,
+                }
+                for key, g in sorted(self.pod_groups.items())
+            },
+            "timeline": [
+                {
+                    "step": s.number,
+                    "gang": s.gang,
+                    "result": s.result,
+                    "message": s.message,
+                    **({"strategy": s.strategy} if s.strategy else {}),
+                    **({"bound": dict(s.bound)} if s.bound else {}),
+                    **({"preempted": s.preempted} if s.preempted else {}),
+                    **({"nominated": dict(s.nominated)} if s.nominated else {}),
+                }
+                for s in self.timeline
+            ],
+        }
+
+
+class SimulationError(RuntimeError):
+    """The run did not settle (a bug, reported rather than hanging)."""
+
+
+def simulate(
+    cluster: ClusterState,
+    config: SchedulerConfig,
+    *,
+    preemptor: Preemptor | None = None,
+) -> SimulationResult:
+    scheduler = Scheduler(cluster, config, preemptor=preemptor)
+    pending_at_start = {pod.key for pod in cluster.pods.values() if cluster.is_pending(pod)}
+    result = SimulationResult(
+        pods=dict(cluster.pods),
+        running_at_start={key for key, pod in cluster.pods.items() if pod.node_name},
+    )
+    last_outcome: dict[GroupRef, str] = {}
+    conditions: dict[str, str] = {}
+    now = 0.0
+    scheduler.enqueue_pending(now)
+    for number in range(1, MAX_STEPS + 1):
+        report = scheduler.step(now)
+        if report is None:
+            break
+        changed = _apply(
+            report,
+            cluster=cluster,
+            result=result,
+            conditions=conditions,
+            last_outcome=last_outcome,
+            number=number,
+        )
+        if changed:
+            # Virtual time: every backoff has expired by the time the cluster changed.
+            now += config.max_backoff + 1.0
+            scheduler.queue.cluster_changed(now)
+            scheduler.enqueue_pending(now)
+    else:
+        raise SimulationError(f"no quiescence after {MAX_STEPS} scheduling steps")
+
+    for key in sorted(pending_at_start):
+        pod = cluster.pods.get(key)
+        if pod is None:
+            continue
+        if pod.node_name is not None:
+            result.bound[key] = pod.node_name
+        elif cluster.is_pending(pod):
+            result.unschedulable[key] = conditions.get(key, "not attempted")
+    _summarise_groups(cluster, result, last_outcome)
+    return result
+
+
+def _apply(
+    report: CycleReport,
+    *,
+    cluster: ClusterState,
+    result: SimulationResult,
+    conditions: dict[str, str],
+    last_outcome: dict[GroupRef, str],
+    number: int,
+) -> bool:
+    step = Step(number, report.gang.key, report.result, report.message, report.strategy)
+    changed = False
+    for decision in report.decisions:
+        if isinstance(decision, Bind):
+            step.bound.append((decision.pod, decision.node))
+            changed = True
+        elif isinstance(decision, Evict):
+            cluster.delete_pod(decision.pod)
+            result.preempted[decision.pod] = decision.message
+            step.preempted.append(decision.pod)
+            changed = True
+        elif isinstance(decision, Nominate):
+            pod = cluster.pods.get(decision.pod)
+            if pod is not None:
+                cluster.nominate(pod, decision.node)
+            if decision.node is None:
+                result.nominated.pop(decision.pod, None)
+            else:
+                result.nominated[decision.pod] = decision.node
+            step.nominated.append((decision.pod, decision.node))
+        elif isinstance(decision, SetCondition) and decision.type == "PodScheduled":
+            conditions[decision.pod] = decision.message
+        elif isinstance(decision, GroupOutcome):
+            last_outcome[decision.group] = decision.message
+    if report.result == SCHEDULED:
+        for pod_key, _ in step.bound:
+            conditions.pop(pod_key, None)
+    result.timeline.append(step)
+    return changed
+
+
+def _summarise_groups(
+    cluster: ClusterState, result: SimulationResult, last_outcome: dict[GroupRef, str]
+) -> None:
+    refs = set(cluster.groups) | {
+        ref for ref in cluster.members if ref.dialect is Dialect.KOORDINATOR
+    }
+    for ref in sorted(refs, key=lambda r: (r.namespace, r.name, r.dialect.value)):
+        group = cluster.pod_group(ref)
+        if group is None:
+            continue
+        counts = count_members(cluster.group_members(ref))
+        phase = group_phase(group.min_member, counts, attempted=ref in last_outcome)
+        result.pod_groups[ref.key] = GroupSummary(
+            phase=phase,
+            min_member=group.min_member,
+            scheduled=counts.scheduled,
+            message=last_outcome.get(ref, ""),
+        )
