@@ -1,0 +1,208 @@
+"""PodGroups of every dialect into one model.
+
+Users arrive with manifests written for kube-scheduler (scheduling.k8s.io), scheduler-plugins
+(scheduling.x-k8s.io) or Koordinator and the seed (scheduling.sigs.k8s.io); gangsched must
+honour each one's semantics so that the same objects mean the same thing here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child, type_name
+from gangsched.core.api.dialects import KOORDINATOR_GANG_GROUPS, POD_GROUP_API_GROUPS, api_group
+from gangsched.core.api.errors import InvalidObject, show
+from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver, UnknownPriorityClass
+from gangsched.core.api.types import RawPodGroup
+from gangsched.core.model import Dialect, DisruptionMode, GroupRef, PodGroup, PriorityClass
+
+_CRD_DISRUPTION_MODES = {"Single": DisruptionMode.SINGLE, "All": DisruptionMode.ALL}
+#: v1alpha2 (Kubernetes 1.36) spelled the modes as strings.
+_V1ALPHA2_DISRUPTION_MODES = {"Pod": DisruptionMode.SINGLE, "PodGroup": DisruptionMode.ALL}
+#: v1alpha3 (1.37) made it a union of empty structs.
+_UNION_DISRUPTION_MODES = {"single": DisruptionMode.SINGLE, "all": DisruptionMode.ALL}
+
+
+def pod_group_from_raw(
+    raw: RawPodGroup | dict[str, Any], *, priorities: PriorityResolver
+) -> PodGroup:
+    """Convert a PodGroup of any dialect, chosen by the API group of its apiVersion."""
+    api_version = raw.get("apiVersion") if isinstance(raw, Mapping) else None
+    dialect = POD_GROUP_API_GROUPS.get(
+        api_group(api_version if isinstance(api_version, str) else "")
+    )
+    r = Reader.for_object("PodGroup", raw, namespaced=True)
+    if dialect is None:
+        groups = ", ".join(POD_GROUP_API_GROUPS)
+        r.add("apiVersion", f"{show(api_version)} is not a PodGroup API group; use one of {groups}")
+        raise InvalidObject(r.problems)
+    ref = GroupRef(dialect=dialect, namespace=r.namespace, name=r.name)
+    spec = r.mapping(r.raw.get("spec"), "spec")
+    group = PodGroup(
+        ref=ref,
+        uid=r.string(r.metadata.get("uid"), "metadata.uid"),
+        created=r.timestamp(r.metadata.get("creationTimestamp"), "metadata.creationTimestamp")
+        or 0.0,
+    )
+    if dialect is Dialect.UPSTREAM:
+        _read_upstream(r, spec, group, priorities)
+    else:
+        _read_crd(r, spec, group, priorities, dialect=dialect)
+    r.done()
+    return group
+
+
+def _resolve_class(
+    r: Reader, class_name: str, priorities: PriorityResolver, *, upstream: bool
+) -> PriorityClass | None:
+    """CRD groups take a priority only from a named class; upstream admission always resolves."""
+    if not class_name and not upstream:
+        return None
+    try:
+        return priorities.resolve(class_name)
+    except UnknownPriorityClass as unknown:
+        r.add("spec.priorityClassName", unknown.message)
+        return None
+
+
+def _read_crd(
+    r: Reader,
+    spec: Mapping[str, Any],
+    group: PodGroup,
+    priorities: PriorityResolver,
+    *,
+    dialect: Dialect,
+) -> None:
+    """scheduling.sigs.k8s.io and scheduling.x-k8s.io: the coscheduling CRD shape."""
+    min_member = r.integer(spec.get("minMember"), "spec.minMember", minimum=1, maximum=INT32_MAX)
+    if spec.get("minMember") is None and dialect is Dialect.SIGS:
+        r.add("spec.minMember", "is required")  # our CRD (and the seed's) requires it
+    group.min_member = min_member or 1
+    group.min_resources = r.resources(spec.get("minResources"), "spec.minResources")
+    group.schedule_timeout_seconds = r.integer(
+        spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", minimum=1
+    )
+    if dialect is not Dialect.SIGS:
+        return
+    # gangsched's KEP-5710 extension of the sigs CRD, and Koordinator's GangGroup annotation.
+    class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
+    priority_class = _resolve_class(r, class_name, priorities, upstream=False)
+    group.priority_class_name = class_name
+    if priority_class is not None:
+        group.priority = priority_class.value
+        group.preemption_policy = priority_class.preemption_policy
+    mode = r.string(spec.get("disruptionMode"), "spec.disruptionMode") or "Single"
+    if mode in _CRD_DISRUPTION_MODES:
+        group.disruption_mode = _CRD_DISRUPTION_MODES[mode]
+    else:
+        r.add("spec.disruptionMode", f"unknown disruptionMode {show(mode)}; use Single or All")
+    annotations = r.string_map(r.metadata.get("annotations"), "metadata.annotations")
+    if KOORDINATOR_GANG_GROUPS in annotations:
+        group.gang_group = _read_gang_group(r, annotations[KOORDINATOR_GANG_GROUPS], group.ref)
+
+
+def _read_gang_group(r: Reader, raw: str, own: GroupRef) -> tuple[GroupRef, ...]:
+    """Koordinator's GangGroup: the listed PodGroups (self included) are placed all at once.
+
+    A list naming only the group itself bundles nothing, so it yields () like no annotation.
+    """
+    field = child("metadata.annotations", KOORDINATOR_GANG_GROUPS)
+    hint = 'must be a JSON list of "namespace/name" strings, e.g. ["default/a", "default/b"]'
+    try:
+        entries = json.loads(raw) if raw.strip() else []
+    except ValueError:
+        r.add(field, f"{show(raw)} {hint}")
+        return ()
+    if not isinstance(entries, list):
+        r.add(field, f"{hint}; got a JSON {type_name(entries)}")
+        return ()
+    refs: list[GroupRef] = []
+    for entry in entries:
+        if not isinstance(entry, str):
+            r.add(field, f"{show(entry)}: {hint}")
+            continue
+        namespace, _, name = entry.rpartition("/")
+        if not name or "/" in namespace or (entry.count("/") == 1 and not namespace):
+            r.add(field, f'{show(entry)} is not a valid "namespace/name"')
+            continue
+        ref = GroupRef(dialect=own.dialect, namespace=namespace or own.namespace, name=name)
+        if ref not in refs:
+            refs.append(ref)
+    if own not in refs:
+        refs.append(own)
+    return tuple(refs) if len(refs) > 1 else ()
+
+
+def _read_upstream(
+    r: Reader, spec: Mapping[str, Any], group: PodGroup, priorities: PriorityResolver
+) -> None:
+    """scheduling.k8s.io PodGroup, v1alpha2 (Kubernetes 1.36) and v1alpha3 (1.37)."""
+    policy_field = "spec.schedulingPolicy"
+    if spec.get("schedulingPolicy") is None:
+        r.add(policy_field, "is required (basic: {} or gang: {minCount: N})")
+    policy = r.mapping(spec.get("schedulingPolicy"), policy_field)
+    has_basic = policy.get("basic") is not None
+    has_gang = policy.get("gang") is not None
+    if has_basic and has_gang:
+        r.add(policy_field, "must set exactly one of basic and gang, not both")
+    elif has_gang:
+        gang_field = child(policy_field, "gang")
+        gang = r.mapping(policy.get("gang"), gang_field)
+        count_field = child(gang_field, "minCount")
+        min_count = r.integer(gang.get("minCount"), count_field, minimum=1, maximum=INT32_MAX)
+        if gang.get("minCount") is None:
+            r.add(count_field, "is required")
+        group.min_member = min_count or 1
+    elif not has_basic and spec.get("schedulingPolicy") is not None:
+        r.add(policy_field, "must set one of basic and gang")
+    group.disruption_mode = _read_upstream_disruption_mode(r, spec.get("disruptionMode"))
+
+    class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
+    explicit = r.integer(
+        spec.get("priority"), "spec.priority", minimum=INT32_MIN, maximum=INT32_MAX
+    )
+    # Admission gives every upstream PodGroup a priority: its class, the default, or zero.
+    if explicit is not None:
+        priority_class = None
+        if class_name:  # keep the class for its preemption policy, but trust the number
+            priority_class = priorities.get(class_name)
+    else:
+        priority_class = _resolve_class(r, class_name, priorities, upstream=True)
+    group.priority_class_name = class_name or (priority_class.name if priority_class else "")
+    group.priority = (
+        explicit if explicit is not None else (priority_class.value if priority_class else 0)
+    )
+    policy_value = r.choice(
+        spec.get("preemptionPolicy"), "spec.preemptionPolicy", PREEMPTION_POLICIES, ""
+    )
+    group.preemption_policy = policy_value or (
+        priority_class.preemption_policy if priority_class else None
+    )
+
+
+def _read_upstream_disruption_mode(r: Reader, raw: Any) -> DisruptionMode:
+    field = "spec.disruptionMode"
+    if raw is None:
+        return DisruptionMode.SINGLE
+    if isinstance(raw, str):
+        if raw in _V1ALPHA2_DISRUPTION_MODES:
+            return _V1ALPHA2_DISRUPTION_MODES[raw]
+        r.add(
+            field,
+            f"unknown disruptionMode {show(raw)}; use {{single: {{}}}} or {{all: {{}}}} "
+            "(v1alpha2: Pod or PodGroup)",
+        )
+        return DisruptionMode.SINGLE
+    body = r.mapping(raw, field)
+    chosen = [key for key in body if body.get(key) is not None]
+    unknown = [key for key in chosen if key not in _UNION_DISRUPTION_MODES]
+    if unknown or len(chosen) > 1:
+        r.add(
+            field,
+            f"unknown disruptionMode {show(dict(body))}; "
+            "set exactly one of single: {} or all: {}",
+        )
+        return DisruptionMode.SINGLE
+    return _UNION_DISRUPTION_MODES[chosen[0]] if chosen else DisruptionMode.SINGLE

@@ -1,0 +1,443 @@
+"""Pods from raw JSON: the requests, constraints, priority and group the scheduler acts on.
+
+Follows what kube-scheduler derives from a pod (pkg/scheduler and component-helpers/resource)
+so that a pod gangsched places would also be admitted by the kubelet, and so that simulate
+results agree with what the real scheduler would have seen after API defaulting and admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child, item
+from gangsched.core.api.dialects import (
+    KOORDINATOR_GANG_NAME,
+    KOORDINATOR_MIN_AVAILABLE,
+    SIGS_POD_GROUP_LABEL,
+    X_K8S_POD_GROUP_LABEL,
+)
+from gangsched.core.api.errors import show
+from gangsched.core.api.nodes import TAINT_EFFECTS
+from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver, UnknownPriorityClass
+from gangsched.core.api.selectors import read_label_selector, read_node_selector_term
+from gangsched.core.api.types import RawPod
+from gangsched.core.labels import LabelSelector, NodeSelectorTerm, Requirement
+from gangsched.core.model import (
+    PREEMPT_LOWER_PRIORITY,
+    Dialect,
+    GroupRef,
+    HostPort,
+    NodeConstraints,
+    Pod,
+    PodAffinityTerm,
+    PreferredNodeTerm,
+    Toleration,
+    TopologySpreadConstraint,
+)
+from gangsched.core.resources import CPU, MEMORY, ResourceList, effective_requests
+
+DEFAULT_SCHEDULER = "default-scheduler"
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) -> Pod:
+    """Convert a pod; `priorities` resolves class names the way the Priority admission does."""
+    r = Reader.for_object("Pod", raw, namespaced=True)
+    meta = r.metadata
+    spec = r.mapping(r.raw.get("spec"), "spec")
+    status = r.mapping(r.raw.get("status"), "status")
+    labels = r.string_map(meta.get("labels"), "metadata.labels")
+    annotations = r.string_map(meta.get("annotations"), "metadata.annotations")
+    uid = r.string(meta.get("uid"), "metadata.uid")
+    created = r.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+    deleted = r.timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
+
+    requests, host_ports = _read_containers(r, spec)
+    affinity = r.mapping(spec.get("affinity"), "spec.affinity")
+    required_terms, preferred_terms = _read_node_affinity(r, affinity.get("nodeAffinity"))
+    node_selector = r.string_map(spec.get("nodeSelector"), "spec.nodeSelector")
+    constraints = NodeConstraints(
+        node_name=None,  # spec.nodeName means bound (Pod.node_name), not a constraint
+        node_selector=tuple(sorted(node_selector.items())),
+        required_terms=required_terms,
+        preferred_terms=preferred_terms,
+        tolerations=_read_tolerations(r, spec.get("tolerations")),
+    )
+    pod_affinity = _read_pod_affinity(
+        r, affinity.get("podAffinity"), "spec.affinity.podAffinity", labels
+    )
+    pod_anti_affinity = _read_pod_affinity(
+        r, affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity", labels
+    )
+    spread = _read_spread(r, spec.get("topologySpreadConstraints"), labels)
+
+    priority, class_name, policy = _read_priority(r, spec, priorities)
+    group, min_available = _read_group(r, spec, labels, annotations)
+    phase = r.choice(status.get("phase"), "status.phase", POD_PHASES, "Pending")
+    node_name = r.string(spec.get("nodeName"), "spec.nodeName") or None
+    nominated = r.string(status.get("nominatedNodeName"), "status.nominatedNodeName") or None
+    scheduler = r.string(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER
+    r.done()
+    return Pod(
+        namespace=r.namespace,
+        name=r.name,
+        uid=uid,
+        labels=labels,
+        scheduler_name=scheduler,
+        node_name=node_name,
+        nominated_node_name=nominated,
+        phase=phase,
+        priority=priority,
+        priority_class_name=class_name,
+        preemption_policy=policy,
+        requests=requests,
+        constraints=constraints,
+        host_ports=host_ports,
+        affinity=pod_affinity,
+        anti_affinity=pod_anti_affinity,
+        spread=spread,
+        created=created or 0.0,
+        terminating=deleted is not None or meta.get("deletionTimestamp") is not None,
+        group=group,
+        annotation_min_available=min_available,
+    )
+
+
+# -- resources and ports ------------------------------------------------------------------------
+def _read_requirements(r: Reader, raw: Any, field: str) -> ResourceList:
+    """A container's requests, defaulted from its limits as the API server does."""
+    resources = r.mapping(raw, field)
+    requests = r.resources(resources.get("requests"), child(field, "requests"))
+    limits = r.resources(resources.get("limits"), child(field, "limits"))
+    for name, limit in limits.items():
+        if name not in requests:
+            requests[name] = limit
+        elif requests[name] > limit:
+            r.add(
+                child(child(field, "requests"), name),
+                f"must be less than or equal to the {name} limit",
+            )
+    return requests
+
+
+def _read_ports(r: Reader, raw: Any, field: str) -> list[HostPort]:
+    ports = []
+    for index, entry in enumerate(r.items(raw, field)):
+        port_field = item(field, index)
+        body = r.mapping(entry, port_field)
+        host_port = r.integer(
+            body.get("hostPort"), child(port_field, "hostPort"), minimum=0, maximum=65535
+        )
+        protocol = r.choice(body.get("protocol"), child(port_field, "protocol"), PROTOCOLS, "TCP")
+        host_ip = r.string(body.get("hostIP"), child(port_field, "hostIP"))
+        if host_port:
+            ports.append(HostPort(protocol=protocol, host_ip=host_ip, port=host_port))
+    return ports
+
+
+def _read_containers(
+    r: Reader, spec: Mapping[str, Any]
+) -> tuple[ResourceList, tuple[HostPort, ...]]:
+    """The pod's effective requests and the host ports it occupies while running."""
+    containers = r.items(spec.get("containers"), "spec.containers")
+    if not containers and r.raw:
+        r.add("spec.containers", "at least one container is required")
+    steady: list[ResourceList] = []
+    ports: list[HostPort] = []
+    sidecar_ports: list[HostPort] = []
+    for index, entry in enumerate(containers):
+        field = item("spec.containers", index)
+        body = r.mapping(entry, field)
+        steady.append(_read_requirements(r, body.get("resources"), child(field, "resources")))
+        ports.extend(_read_ports(r, body.get("ports"), child(field, "ports")))
+    init: list[tuple[ResourceList, bool]] = []
+    for index, entry in enumerate(r.items(spec.get("initContainers"), "spec.initContainers")):
+        field = item("spec.initContainers", index)
+        body = r.mapping(entry, field)
+        requests = _read_requirements(r, body.get("resources"), child(field, "resources"))
+        policy = r.string(body.get("restartPolicy"), child(field, "restartPolicy"))
+        sidecar = policy == "Always"
+        init.append((requests, sidecar))
+        if sidecar:  # only sidecars keep their ports for the pod's lifetime
+            sidecar_ports.extend(_read_ports(r, body.get("ports"), child(field, "ports")))
+    overhead = r.resources(spec.get("overhead"), "spec.overhead")
+    requests = effective_requests(steady, init)
+    # Pod-level resources (PodLevelResources) replace the container sum for cpu, memory and
+    # hugepages; overhead still comes on top.
+    pod_level = _read_requirements(r, spec.get("resources"), "spec.resources")
+    for name, value in pod_level.items():
+        if name in (CPU, MEMORY) or name.startswith("hugepages-"):
+            requests[name] = value
+    for name, value in overhead.items():
+        requests[name] = requests.get(name, 0) + value
+    requests = {name: value for name, value in requests.items() if value}
+    return requests, tuple(sidecar_ports + ports)
+
+
+# -- node placement -----------------------------------------------------------------------------
+def _read_tolerations(r: Reader, raw: Any) -> tuple[Toleration, ...]:
+    out = []
+    for index, entry in enumerate(r.items(raw, "spec.tolerations")):
+        field = item("spec.tolerations", index)
+        body = r.mapping(entry, field)
+        key = r.string(body.get("key"), child(field, "key"))
+        operator = r.string(body.get("operator"), child(field, "operator")) or "Equal"
+        value = r.string(body.get("value"), child(field, "value"))
+        effect = r.string(body.get("effect"), child(field, "effect"))
+        r.integer(body.get("tolerationSeconds"), child(field, "tolerationSeconds"))
+        ok = True
+        if operator in ("Gt", "Lt"):
+            r.add(child(field, "operator"), f"operator {operator} is not supported by gangsched")
+            ok = False
+        elif operator not in ("Equal", "Exists"):
+            r.add(
+                child(field, "operator"),
+                f"unknown operator {show(operator)}; use Equal or Exists",
+            )
+            ok = False
+        elif operator == "Exists" and value:
+            r.add(child(field, "value"), "must be empty when operator is Exists")
+            ok = False
+        elif not key and operator != "Exists":
+            r.add(child(field, "operator"), "must be Exists when key is empty")
+            ok = False
+        if effect and effect not in TAINT_EFFECTS:
+            r.add(
+                child(field, "effect"),
+                f"unknown effect {show(effect)}; must be one of {', '.join(TAINT_EFFECTS)}",
+            )
+            ok = False
+        if ok:
+            out.append(Toleration(key=key, operator=operator, value=value, effect=effect))
+    return tuple(out)
+
+
+def _read_node_affinity(
+    r: Reader, raw: Any
+) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredNodeTerm, ...]]:
+    base = "spec.affinity.nodeAffinity"
+    body = r.mapping(raw, base)
+    required: tuple[NodeSelectorTerm, ...] | None = None
+    if body.get(_REQUIRED) is not None:
+        field = child(base, _REQUIRED)
+        selector = r.mapping(body.get(_REQUIRED), field)
+        terms_field = child(field, "nodeSelectorTerms")
+        raw_terms = r.items(selector.get("nodeSelectorTerms"), terms_field)
+        if not raw_terms:
+            r.add(terms_field, "must have at least one term")
+        required = tuple(
+            read_node_selector_term(r, term, item(terms_field, index))
+            for index, term in enumerate(raw_terms)
+        )
+    preferred = []
+    field = child(base, _PREFERRED)
+    for index, entry in enumerate(r.items(body.get(_PREFERRED), field)):
+        entry_field = item(field, index)
+        weighted = r.mapping(entry, entry_field)
+        weight = r.integer(
+            weighted.get("weight"), child(entry_field, "weight"), minimum=1, maximum=100
+        )
+        if weighted.get("weight") is None:
+            r.add(child(entry_field, "weight"), "is required (1-100)")
+        term = read_node_selector_term(
+            r, weighted.get("preference"), child(entry_field, "preference")
+        )
+        if weight is not None:
+            preferred.append(PreferredNodeTerm(weight=weight, term=term))
+    return required, tuple(preferred)
+
+
+# -- pod (anti-)affinity and spreading ----------------------------------------------------------
+def _merge_label_keys(
+    selector: LabelSelector,
+    labels: Mapping[str, str],
+    match_keys: tuple[str, ...],
+    mismatch_keys: tuple[str, ...] = (),
+) -> LabelSelector:
+    """Fold matchLabelKeys/mismatchLabelKeys into the selector with the pod's own values.
+
+    The API server does this at pod creation for affinity (and the scheduler for spreading);
+    manifests never went through either. Keys the pod lacks are ignored, as upstream does.
+    """
+    extra = [Requirement(key, "In", (labels[key],)) for key in match_keys if key in labels]
+    extra += [Requirement(key, "NotIn", (labels[key],)) for key in mismatch_keys if key in labels]
+    new = tuple(req for req in extra if req not in selector.match_expressions)
+    if not new:
+        return selector
+    return LabelSelector(
+        match_labels=selector.match_labels,
+        match_expressions=selector.match_expressions + new,
+    )
+
+
+def _read_pod_affinity(
+    r: Reader, raw: Any, base: str, labels: Mapping[str, str]
+) -> tuple[PodAffinityTerm, ...]:
+    body = r.mapping(raw, base)
+    field = child(base, _REQUIRED)
+    terms = []
+    for index, entry in enumerate(r.items(body.get(_REQUIRED), field)):
+        term_field = item(field, index)
+        term = r.mapping(entry, term_field)
+        selector = read_label_selector(
+            r, term.get("labelSelector"), child(term_field, "labelSelector")
+        )
+        match_keys = r.strings(term.get("matchLabelKeys"), child(term_field, "matchLabelKeys"))
+        mismatch_keys = r.strings(
+            term.get("mismatchLabelKeys"), child(term_field, "mismatchLabelKeys")
+        )
+        if selector is not None:
+            selector = _merge_label_keys(selector, labels, match_keys, mismatch_keys)
+        topology_key = r.string(term.get("topologyKey"), child(term_field, "topologyKey"))
+        if not topology_key:
+            r.add(child(term_field, "topologyKey"), "is required")
+        namespaces = r.strings(term.get("namespaces"), child(term_field, "namespaces"))
+        namespace_selector = read_label_selector(
+            r, term.get("namespaceSelector"), child(term_field, "namespaceSelector")
+        )
+        terms.append(
+            PodAffinityTerm(
+                selector=selector,
+                topology_key=topology_key,
+                namespaces=frozenset(namespaces),
+                namespace_selector=namespace_selector,
+            )
+        )
+    return tuple(terms)
+
+
+def _read_spread(
+    r: Reader, raw: Any, labels: Mapping[str, str]
+) -> tuple[TopologySpreadConstraint, ...]:
+    base = "spec.topologySpreadConstraints"
+    out = []
+    for index, entry in enumerate(r.items(raw, base)):
+        field = item(base, index)
+        body = r.mapping(entry, field)
+        max_skew = r.integer(body.get("maxSkew"), child(field, "maxSkew"), minimum=1)
+        if body.get("maxSkew") is None:
+            r.add(child(field, "maxSkew"), "is required")
+        topology_key = r.string(body.get("topologyKey"), child(field, "topologyKey"))
+        if not topology_key:
+            r.add(child(field, "topologyKey"), "is required")
+        when_field = child(field, "whenUnsatisfiable")
+        when = r.string(body.get("whenUnsatisfiable"), when_field)
+        if not when:
+            r.add(when_field, "is required (DoNotSchedule or ScheduleAnyway)")
+        elif when not in ("DoNotSchedule", "ScheduleAnyway"):
+            r.add(when_field, f"unknown value {show(when)}; use DoNotSchedule or ScheduleAnyway")
+        selector = read_label_selector(r, body.get("labelSelector"), child(field, "labelSelector"))
+        match_keys = r.strings(body.get("matchLabelKeys"), child(field, "matchLabelKeys"))
+        if selector is not None:
+            selector = _merge_label_keys(selector, labels, match_keys)
+        min_domains = r.integer(body.get("minDomains"), child(field, "minDomains"), minimum=1)
+        if min_domains is not None and when == "ScheduleAnyway":
+            r.add(
+                child(field, "minDomains"), "may only be set with whenUnsatisfiable DoNotSchedule"
+            )
+        affinity_policy = r.choice(
+            body.get("nodeAffinityPolicy"),
+            child(field, "nodeAffinityPolicy"),
+            ("Honor", "Ignore"),
+            "Honor",
+        )
+        taints_policy = r.choice(
+            body.get("nodeTaintsPolicy"),
+            child(field, "nodeTaintsPolicy"),
+            ("Honor", "Ignore"),
+            "Ignore",
+        )
+        if max_skew is None or not topology_key or when not in ("DoNotSchedule", "ScheduleAnyway"):
+            continue
+        out.append(
+            TopologySpreadConstraint(
+                max_skew=max_skew,
+                topology_key=topology_key,
+                when_unsatisfiable=when,
+                selector=selector,
+                min_domains=min_domains or 1,
+                honor_node_affinity=affinity_policy == "Honor",
+                honor_node_taints=taints_policy == "Honor",
+            )
+        )
+    return tuple(out)
+
+
+# -- priority and group -------------------------------------------------------------------------
+def _read_priority(
+    r: Reader, spec: Mapping[str, Any], priorities: PriorityResolver
+) -> tuple[int, str, str]:
+    """(priority, class name, preemption policy) after Priority admission.
+
+    An explicit spec.priority wins: admission already resolved it on the live cluster, and
+    the class may have been deleted since. Only without it is an unknown class an error.
+    """
+    class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
+    explicit = r.integer(
+        spec.get("priority"), "spec.priority", minimum=INT32_MIN, maximum=INT32_MAX
+    )
+    try:
+        priority_class = priorities.resolve(class_name)
+    except UnknownPriorityClass as unknown:
+        priority_class = None
+        if spec.get("priority") is None:
+            r.add("spec.priorityClassName", unknown.message)
+    if explicit is not None:
+        priority = explicit
+    else:
+        priority = priority_class.value if priority_class else 0
+        if not class_name and priority_class is not None:
+            class_name = priority_class.name  # admission records the default it applied
+    policy_field = "spec.preemptionPolicy"
+    policy = r.choice(spec.get("preemptionPolicy"), policy_field, PREEMPTION_POLICIES, "")
+    if not policy:
+        policy = priority_class.preemption_policy if priority_class else PREEMPT_LOWER_PRIORITY
+    return priority, class_name, policy
+
+
+def _read_group(
+    r: Reader,
+    spec: Mapping[str, Any],
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+) -> tuple[GroupRef | None, int | None]:
+    """Which PodGroup the pod belongs to, in order of precedence.
+
+    The upstream field is authoritative where it is set; then the sigs label (Koordinator
+    gives it precedence over its own annotation), the x-k8s label, the Koordinator annotation.
+    """
+    scheduling_group = r.mapping(spec.get("schedulingGroup"), "spec.schedulingGroup")
+    upstream = r.string(scheduling_group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
+    candidates = (
+        (Dialect.UPSTREAM, upstream),
+        (Dialect.SIGS, labels.get(SIGS_POD_GROUP_LABEL, "")),
+        (Dialect.X_K8S, labels.get(X_K8S_POD_GROUP_LABEL, "")),
+        (Dialect.KOORDINATOR, annotations.get(KOORDINATOR_GANG_NAME, "")),
+    )
+    for dialect, name in candidates:
+        if not name:
+            continue
+        ref = GroupRef(dialect=dialect, namespace=r.namespace, name=name)
+        if dialect is not Dialect.KOORDINATOR:
+            return ref, None
+        return ref, _read_min_available(r, annotations.get(KOORDINATOR_MIN_AVAILABLE))
+    return None, None
+
+
+def _read_min_available(r: Reader, raw: str | None) -> int | None:
+    if raw is None or raw == "":
+        return None
+    field = child("metadata.annotations", KOORDINATOR_MIN_AVAILABLE)
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        r.add(field, f"{show(raw)} must be a whole number of pods")
+        return None
+    if value < 1:
+        r.add(field, f"must be at least 1, got {value}")
+        return None
+    return value
