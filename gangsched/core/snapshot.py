@@ -9,7 +9,7 @@ rolls back to the checkpoint, so a failed group leaves no trace and taking a sna
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from gangsched.core.resources import PODS, STANDARD_RESOURCES
 IntMatrix = npt.NDArray[np.int64]
 IntVector = npt.NDArray[np.int64]
 BoolVector = npt.NDArray[np.bool_]
+FloatMatrix = npt.NDArray[np.float64]
 
 _ADD, _REMOVE, _NOMINATE, _UNNOMINATE = range(4)
 
@@ -50,7 +51,9 @@ class Snapshot:
     node_generation: int = 0
     _journal: list[tuple[int, Pod, int]] = field(default_factory=list)
     _vector_cache: dict[tuple[tuple[str, int], ...], IntVector] = field(default_factory=dict)
-    _mask_cache: dict[tuple[str, NodeConstraints], Any] = field(default_factory=dict)
+    _mask_cache: dict[tuple[str, Hashable], Any] = field(default_factory=dict)
+    _inverse: FloatMatrix | None = None
+    _inverse_generation: int = -1
     _mask_generation: int = -1
     #: Bound pods that carry required anti-affinity terms (checked for symmetry).
     anti_affinity_pods: dict[str, tuple[Pod, int]] = field(default_factory=dict)
@@ -159,11 +162,24 @@ class Snapshot:
     def node_of(self, pod: Pod) -> int | None:
         return None if pod.node_name is None else self.index.get(pod.node_name)
 
-    def cached_mask(
-        self, plugin: str, constraints: NodeConstraints, compute: Callable[[], Any]
-    ) -> Any:
-        """Memoise per-node results that depend only on node labels/taints and the pod's
-        NodeConstraints; identical gang members then share one computation."""
+    def inverse_allocatable(self) -> FloatMatrix:
+        """1 / allocatable per node and resource (0 where the node has none), cached until
+        capacity changes: scoring multiplies by it instead of dividing on every attempt."""
+        if (
+            self._inverse is None
+            or self._inverse_generation != self.node_generation
+            or self._inverse.shape != self.allocatable.shape
+        ):
+            alloc = self.allocatable.astype(np.float64)
+            inverse = np.zeros_like(alloc)
+            np.divide(1.0, alloc, out=inverse, where=alloc > 0)
+            self._inverse, self._inverse_generation = inverse, self.node_generation
+        return self._inverse
+
+    def cached_mask(self, plugin: str, constraints: Hashable, compute: Callable[[], Any]) -> Any:
+        """Memoise per-node results that depend only on node labels/taints and part of the
+        pod's spec (e.g. its NodeConstraints); identical gang members then share one
+        computation."""
         if self._mask_generation != self.node_generation:
             self._mask_cache.clear()
             self._mask_generation = self.node_generation

@@ -2,6 +2,10 @@
 
 kube-scheduler scores with "non-zero" requests: a container that requests no CPU or memory
 counts as 100m / 200Mi for scoring so that best-effort pods still spread out.
+
+Least/most-allocated and balanced allocation all start from the same matrix (each node's
+utilisation after placing the pod); it is computed once per pod attempt and shared through
+the PodContext, because on thousands of nodes this matrix is most of a cycle's cost.
 """
 
 from __future__ import annotations
@@ -18,12 +22,20 @@ from gangsched.core.snapshot import Snapshot
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 FloatMatrix = npt.NDArray[np.float64]
+FloatVector = npt.NDArray[np.float64]
 
 
 def utilisation_after(
     ctx: PodContext, snap: Snapshot, nodes: IndexVector, weights: Mapping[str, float]
-) -> tuple[FloatMatrix, npt.NDArray[np.float64], FloatMatrix]:
-    """(requested-after-placement, weights, allocatable) over the weighted resources."""
+) -> tuple[FloatMatrix, FloatVector]:
+    """(fraction of each weighted resource used after placing the pod, weights), per node.
+
+    Fractions are clipped to [0, 1]; a node with none of a resource counts as full of it.
+    """
+    key = ("utilisation", tuple(weights.items()))
+    cached = ctx.extra.get(key)
+    if isinstance(cached, tuple) and cached[0] is nodes:
+        return cached[1], cached[2]
     names = [name for name in weights if name in snap.columns]
     cols = np.array([snap.columns[name] for name in names], dtype=np.intp)
     request = ctx.request[cols].astype(np.float64)
@@ -32,13 +44,13 @@ def utilisation_after(
             request[i] = DEFAULT_MILLI_CPU
         elif request[i] == 0 and name == MEMORY:
             request[i] = DEFAULT_MEMORY
-    alloc = snap.allocatable[np.ix_(nodes, cols)].astype(np.float64)
-    used = snap.requested[np.ix_(nodes, cols)].astype(np.float64) + request
-    return used, np.array([weights[name] for name in names], dtype=np.float64), alloc
-
-
-def fractions(used: FloatMatrix, alloc: FloatMatrix) -> FloatMatrix:
-    """used / allocatable per resource, 1.0 where the node has none of it."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(alloc > 0, used / alloc, 1.0)
-    return np.clip(frac, 0.0, 1.0)
+    inverse = snap.inverse_allocatable()
+    if len(nodes) == len(snap):  # every node feasible (common): skip the row gather
+        rows_used, rows_inverse = snap.requested[:, cols], inverse[:, cols]
+    else:
+        rows_used, rows_inverse = snap.requested[nodes][:, cols], inverse[nodes][:, cols]
+    frac = np.minimum((rows_used + request) * rows_inverse, 1.0)
+    frac[rows_inverse == 0] = 1.0
+    weight_vector = np.array([weights[name] for name in names], dtype=np.float64)
+    ctx.extra[key] = (nodes, frac, weight_vector)
+    return frac, weight_vector

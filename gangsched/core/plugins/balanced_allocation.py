@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from gangsched.core.framework import FloatVector, IndexVector, PodContext
-from gangsched.core.plugins.allocation import fractions, utilisation_after
+from gangsched.core.plugins.allocation import utilisation_after
 from gangsched.core.snapshot import Snapshot
 
 
@@ -22,9 +22,13 @@ class BalancedAllocation:
         return True
 
     def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
-        used, weights, alloc = utilisation_after(ctx, snap, nodes, self.weights)
+        frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
         if len(weights) < 2:
             return np.full(len(nodes), 100.0)
-        frac = fractions(used, alloc)
-        result: FloatVector = (1.0 - frac.std(axis=1)) * 100.0
+        if frac.shape[1] == 2:  # the common case: the std of two values is half their gap
+            spread = np.abs(frac[:, 0] - frac[:, 1]) * 0.5
+        else:
+            centred = frac - frac.mean(axis=1, keepdims=True)
+            spread = np.sqrt((centred * centred).mean(axis=1))
+        result: FloatVector = (1.0 - spread) * 100.0
         return result

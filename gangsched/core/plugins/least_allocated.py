@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from gangsched.core.framework import FloatVector, IndexVector, PodContext
-from gangsched.core.plugins.allocation import fractions, utilisation_after
+from gangsched.core.plugins.allocation import utilisation_after
 from gangsched.core.snapshot import Snapshot
 
 
@@ -21,9 +21,8 @@ class LeastAllocated:
         return True
 
     def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
-        used, weights, alloc = utilisation_after(ctx, snap, nodes, self.weights)
+        frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
         if not weights.sum():
             return np.zeros(len(nodes))
-        free = 1.0 - fractions(used, alloc)
-        result: FloatVector = (free @ weights) * (100.0 / weights.sum())
+        result: FloatVector = ((1.0 - frac) @ weights) * (100.0 / weights.sum())
         return result

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from gangsched.core.framework import FloatVector, IndexVector, PodContext
-from gangsched.core.plugins.allocation import fractions, utilisation_after
+from gangsched.core.plugins.allocation import utilisation_after
 from gangsched.core.snapshot import Snapshot
 
 
@@ -22,8 +22,8 @@ class MostAllocated:
         return True
 
     def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
-        used, weights, alloc = utilisation_after(ctx, snap, nodes, self.weights)
+        frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
         if not weights.sum():
             return np.zeros(len(nodes))
-        result: FloatVector = (fractions(used, alloc) @ weights) * (100.0 / weights.sum())
+        result: FloatVector = (frac @ weights) * (100.0 / weights.sum())
         return result

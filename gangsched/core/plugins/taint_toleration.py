@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from gangsched.core.framework import FloatVector, IndexVector, PodContext
-from gangsched.core.model import Node, NodeConstraints, Taint, Toleration
+from gangsched.core.model import Node, Taint, Toleration
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 
@@ -78,6 +78,6 @@ class PreferNoScheduleTaints:
         return 100.0 - counts * (100.0 / worst)
 
 
-def _tolerations_key(ctx: PodContext) -> NodeConstraints:
+def _tolerations_key(ctx: PodContext) -> tuple[Toleration, ...]:
     """Taint results depend on tolerations only; key the cache on them alone."""
-    return NodeConstraints(tolerations=ctx.pod.constraints.tolerations)
+    return ctx.pod.constraints.tolerations
