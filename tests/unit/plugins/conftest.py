@@ -79,6 +79,7 @@ def make_pod(
     preferred_terms: Sequence[PreferredNodeTerm] = (),
     tolerations: Iterable[Toleration] = (),
     spec_node_name: str | None = None,
+    phase: str | None = None,
     **fields: Any,
 ) -> Pod:
     """A pod; `node` binds it (spec.nodeName of a running pod), `spec_node_name` is the
@@ -96,7 +97,7 @@ def make_pod(
         uid=f"uid-{namespace}-{name}",
         labels=dict(labels or {}),
         node_name=node,
-        phase="Running" if node else "Pending",
+        phase=phase or ("Running" if node else "Pending"),
         requests=resources(cpu, memory, extra),
         constraints=constraints,
         **fields,
