@@ -36,6 +36,9 @@ unit: venv
 test: venv k8s-binaries check
 	$(PY) -m pytest -q
 
+bench: venv
+	$(PY) -m bench.core_bench
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
 

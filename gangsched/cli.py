@@ -58,7 +58,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from gangsched.core.cluster import ClusterState
-    from gangsched.core.preemption import build_preemptor
     from gangsched.simulate.loader import ManifestError, load_manifests
     from gangsched.simulate.output import render
     from gangsched.simulate.runner import SimulationError, simulate
