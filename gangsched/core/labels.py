@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 #: Operators of label selectors (pods) and node selector requirements (nodes).
 LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 NODE_OPERATORS = LABEL_OPERATORS | {"Gt", "Lt"}
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64). Python's int() is laxer ("1_0", " 7", non-ASCII
+    digits, no range), which would let Gt/Lt match labels Kubernetes does not."""
+    if not _INTEGER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +41,8 @@ class Requirement:
         value = labels.get(self.key)
         if value is None or len(self.values) != 1:
             return False
-        try:
-            have, want = int(value), int(self.values[0])
-        except ValueError:
+        have, want = _parse_int64(value), _parse_int64(self.values[0])
+        if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
 
