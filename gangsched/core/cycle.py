@@ -22,7 +22,7 @@ import numpy as np
 from gangsched.core.framework import Diagnosis, Framework
 from gangsched.core.model import GroupRef, Pod, PodGroup
 from gangsched.core.plugins.most_allocated import MostAllocated
-from gangsched.core.snapshot import Snapshot
+from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 
 
@@ -206,7 +206,9 @@ class GangPlacer:
             ctx = framework.context(pod, snap)
             mask = framework.feasible(ctx, snap)
             if mask.any():
-                node = framework.select(ctx, snap, mask)
+                node = _nominated_if_feasible(pod, snap, mask)
+                if node is None:
+                    node = framework.select(ctx, snap, mask)
                 snap.assume(pod, node)
                 placements.append((pod, node))
                 placed[ref] = placed.get(ref, 0) + 1
@@ -304,6 +306,15 @@ def extend_placement(gang: Gang, snap: Snapshot, framework: Framework, result: C
             result.pod_messages.pop(pod.key, None)
         elif pod.key not in result.pod_messages:
             result.pod_messages[pod.key] = framework.diagnose(ctx, snap).fit.message()
+
+
+def _nominated_if_feasible(pod: Pod, snap: Snapshot, mask: BoolVector) -> int | None:
+    """A pod nominated after preemption goes to the node freed for it when it still fits
+    there (as kube-scheduler tries the nominated node first)."""
+    if pod.nominated_node_name is None:
+        return None
+    node = snap.index.get(pod.nominated_node_name)
+    return node if node is not None and bool(mask[node]) else None
 
 
 def _part_of(gang: Gang, ref: GroupRef) -> GangMember:

@@ -215,11 +215,14 @@ class Snapshot:
         self._journal.append((_ADD, pod, node))
 
     def remove(self, pod: Pod) -> None:
-        """Take a bound pod off its node (preemption dry runs, deletions); journaled."""
-        for i, pods in enumerate(self.node_pods):
-            if pod.key in pods and (pod.node_name is None or self.nodes[i].name == pod.node_name):
-                self._unplace(pod, i)
-                self._journal.append((_REMOVE, pod, i))
+        """Take a placed pod off its node (preemption dry runs, deletions); journaled."""
+        node = self.node_of(pod)
+        if node is not None and pod.key in self.node_pods[node]:
+            self.remove_at(pod, node)
+            return
+        for i, pods in enumerate(self.node_pods):  # assumed in this cycle: no node_name yet
+            if pods.get(pod.key) is pod:
+                self.remove_at(pod, i)
                 return
 
     def remove_at(self, pod: Pod, node: int) -> None:
