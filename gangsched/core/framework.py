@@ -32,7 +32,7 @@ class PodContext:
     request: npt.NDArray[np.int64]
     #: Capacity reserved for nominated pods that outrank this pod, or None.
     reserved: IntMatrix | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[object, object] = field(default_factory=dict)
 
 
 class FilterPlugin(Protocol):
