@@ -77,9 +77,10 @@ class _Document:
     def namespace(self) -> str:
         meta = self.raw.get("metadata") if isinstance(self.raw, Mapping) else None
         namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        given = namespace if isinstance(namespace, str) else ""
         if self.kind in _NAMESPACED:
-            return namespace if isinstance(namespace, str) and namespace else "default"
-        return ""
+            return given or "default"
+        return "" if self.kind else given  # unknown kinds: show what the user wrote
 
     @property
     def name(self) -> str:
@@ -342,6 +343,9 @@ def _read_yaml(path: str, text: str, emit: _Emit, problems: _Problems, order: in
         where = f"{path}:{mark.line + 1}" if mark is not None else path
         reason = getattr(error, "problem", None) or str(error)
         context = getattr(error, "context", None)
+        context_mark = getattr(error, "context_mark", None)
+        if context and context_mark is not None and context_mark is not mark:
+            context += f" that started at line {context_mark.line + 1}"
         message = f"invalid YAML: {reason}" + (f" ({context})" if context else "")
         problems.file(order + _PER_FILE - 1, where, message)
     finally:
