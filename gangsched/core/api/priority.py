@@ -45,18 +45,17 @@ class PriorityResolver:
         self._classes: dict[str, PriorityClass] = {pc.name: pc for pc in SYSTEM_CLASSES}
         for priority_class in classes:
             self._classes[priority_class.name] = priority_class
+        # Several defaults can exist after an API race; admission then takes the lowest value.
+        defaults = [pc for pc in self._classes.values() if pc.global_default]
+        self._default = min(defaults, key=lambda pc: pc.value, default=None)
 
     def get(self, name: str) -> PriorityClass | None:
         return self._classes.get(name)
 
     @property
     def global_default(self) -> PriorityClass | None:
-        """The class objects without a class name get.
-
-        Several defaults can exist after an API race; admission then takes the lowest value.
-        """
-        defaults = [pc for pc in self._classes.values() if pc.global_default]
-        return min(defaults, key=lambda pc: pc.value, default=None)
+        """The class objects without a class name get."""
+        return self._default
 
     def resolve(self, class_name: str) -> PriorityClass | None:
         """The class an object ends up with: the named one, else the global default, else None.
