@@ -128,6 +128,8 @@ def _raw_kind(raw: Any) -> str:
 
 def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
     """Read, validate and convert every object in `paths`, or raise ManifestError."""
+    if isinstance(paths, str):
+        paths = [paths]  # a lone path would otherwise be read character by character
     problems = _Problems()
     docs: list[_Document] = []
     for index, path in enumerate(paths):
@@ -172,7 +174,8 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
             inventory.pod_groups.append(pod_group_from_raw(doc.raw, priorities=priorities))
         except InvalidObject as error:
             problems.invalid(doc, error)
-    node_names = {node.name for node in inventory.nodes}
+    # Nodes that failed to convert still exist as far as their pods are concerned.
+    node_names = {doc.name for doc in by_kind[NODE]}
     for doc in by_kind[POD]:
         try:
             pod = pod_from_raw(doc.raw, priorities=priorities)
@@ -298,12 +301,21 @@ def _read_file(path: str, problems: _Problems, *, first_order: int) -> list[_Doc
     def emit(raw: Any, source: str) -> None:
         docs.append(_Document(raw=raw, source=source, order=first_order + len(docs)))
 
-    stripped = text.lstrip()
-    if path.endswith(".json") or stripped.startswith(("{", "[")):
+    if path.endswith(".json"):
         _read_json(path, text, emit, problems, first_order)
+    elif text.lstrip().startswith(("{", "[")) and _is_json(text):
+        _read_json(path, text, emit, problems, first_order)  # JSON without the suffix
     else:
         _read_yaml(path, text, emit, problems, first_order)
     return docs
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False  # maybe YAML flow style; the YAML reader reports real errors
+    return True
 
 
 def _read_json(path: str, text: str, emit: _Emit, problems: _Problems, order: int) -> None:

@@ -417,3 +417,23 @@ def test_list_item_problems_point_at_the_item(tmp_path: Path) -> None:
 def test_malformed_list(tmp_path: Path) -> None:
     path = write(tmp_path, "apiVersion: v1\nkind: List\nitems: {a: b}\n")
     assert problems(path) == [f"{path}:1: List <unnamed>: items: must be a list of objects"]
+
+
+def test_yaml_flow_style_and_suffixless_json(tmp_path: Path) -> None:
+    flow = write(tmp_path, "{apiVersion: v1, kind: Node, metadata: {name: a}}\n", "flow.yaml")
+    json_text = write(tmp_path, '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}')
+    inventory = load_manifests([flow, json_text], scheduler_name=SCHEDULER)
+    assert [node.name for node in inventory.nodes] == ["a", "b"]
+
+
+def test_a_single_path_string_is_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path, NODE)
+    assert len(load_manifests(path, scheduler_name=SCHEDULER).nodes) == 1
+
+
+def test_pod_on_a_broken_node_reports_only_the_node(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, NODE.replace('cpu: "4"', "cpu: four") + "---\n" + pod("p", "nodeName: n1\n")
+    )
+    found = problems(path)
+    assert len(found) == 1 and "Node n1: status.allocatable.cpu" in found[0]
