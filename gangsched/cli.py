@@ -77,11 +77,11 @@ def _simulate(args: argparse.Namespace) -> int:
     strategy = args.preemption or (
         config.preemption.strategy if config.preemption.enabled else "off"
     )
-    preemptor = (
-        None
-        if strategy == "off"
-        else build_preemptor(strategy=strategy, scheduler_name=scheduler_name)
-    )
+    preemptor = None
+    if strategy != "off":
+        from gangsched.core.preemption import build_preemptor
+
+        preemptor = build_preemptor(strategy=strategy, scheduler_name=scheduler_name)
     cluster = ClusterState.build(
         scheduler_name=scheduler_name,
         nodes=inventory.nodes,
