@@ -1,0 +1,70 @@
+"""Strategy `kep`: KEP-5710's algorithm, as upstream implements it (REFERENCE.md section 3).
+
+For a gang the whole cluster is one domain: remove every potential victim, run the group
+cycle once, and if it is still infeasible preemption cannot help. Otherwise keep the placement
+it found and reprieve victims in importance order (PDB violators first, then higher priority,
+groups before single pods, older first) while that placement still holds. A lone pod gets the
+default per-node search and upstream's node choice instead.
+
+The one placement is the KEP's known weakness: it can evict an expensive victim set where
+another placement needed a cheap one. `mincost` exists to fix that and always considers this
+strategy's answer too.
+"""
+
+from __future__ import annotations
+
+from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem, failure_reason
+from gangsched.core.preemption.lone_pod import kep_key_factory, node_options, upstream_rank
+from gangsched.core.preemption.victims import importance_key
+from gangsched.core.status import Code
+
+
+def is_lone_pod(problem: Problem) -> bool:
+    """A gang of exactly one pending pod, minMember 1 and no GangGroup: one node suffices."""
+    gang = problem.gang
+    return len(gang.parts) == 1 and len(gang.pending) == 1 and gang.parts[0].group.min_member <= 1
+
+
+def kep_search(problem: Problem) -> Candidate | CannotHelp:
+    if is_lone_pod(problem):
+        found = kep_lone_pod(problem)
+        if found is not None:
+            return found
+        # No single node works; the cluster-wide dry run below explains why (or, with
+        # inter-pod constraints, may still find a set the node-local view missed).
+    return kep_gang(problem)
+
+
+def kep_lone_pod(problem: Problem) -> Candidate | None:
+    problem.target = 1
+    options = node_options(problem, kep_key_factory)
+    for option in sorted(options, key=lambda o: upstream_rank(problem, o)):
+        candidate = problem.verify(option.units, "kep/per-node", option.potential)
+        if candidate is not None and candidate.cost.unplaced == 0:
+            return candidate
+    return None
+
+
+def kep_gang(problem: Problem) -> Candidate | CannotHelp:
+    snap = problem.snap
+    units = problem.units
+    mark = snap.checkpoint()
+    try:
+        problem.remove(units)
+        result = problem.place()
+        if result.code is not Code.SUCCESS:
+            return CannotHelp(failure_reason(result))
+        placement = list(result.placements)
+        problem.target = len(placement)
+        violating = problem.violating
+        kept = problem.reprieve(units, placement, lambda u: importance_key(u, violating))
+    finally:
+        snap.rollback(mark)
+    candidate = problem.verify(kept, "kep", problem.potential_pods)
+    if candidate is None:
+        candidate = problem.reprieve_verified(
+            units, lambda u: importance_key(u, violating), "kep/verified"
+        )
+    if candidate is None:
+        return CannotHelp("the group does not fit even without every lower-priority pod")
+    return candidate

@@ -1,0 +1,166 @@
+"""The Preemptor the scheduler calls when a gang's cycle comes back unschedulable.
+
+The rules every strategy shares live here, so that `kep` and `mincost` differ only in how
+they search:
+
+* preemptionPolicy Never (pod, PodGroup, or the group's PriorityClass) disables preemption;
+* while victims chosen earlier for this gang are still terminating on the nodes its members
+  are nominated to, nothing new is started and the nominations stay (no repeated preemption);
+* only strictly lower-priority units are victims, never the gang's own pods;
+* preemption happens only if it makes the whole gang schedulable (at least minMember of every
+  PodGroup of the GangGroup), verified by the real cycle; otherwise nothing is evicted and the
+  outcome says why ("preemption cannot help: ...").
+
+The search runs on the live snapshot under a checkpoint and leaves it exactly as it found it.
+"""
+
+from __future__ import annotations
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangPlacer
+from gangsched.core.framework import Framework
+from gangsched.core.preemption.actuation import (
+    build_decisions,
+    preemption_message,
+    trigger_pod,
+)
+from gangsched.core.preemption.engine import Candidate, CannotHelp, PreemptionConfig, Problem
+from gangsched.core.preemption.kep import kep_search
+from gangsched.core.preemption.mincost import mincost_search
+from gangsched.core.preemption.pdb import BudgetIndex
+from gangsched.core.preemption.victims import (
+    collect_victims,
+    gang_priority,
+    preemption_disabled,
+    victim_priority,
+)
+from gangsched.core.scheduler import PreemptionOutcome
+
+KEP = "kep"
+MINCOST = "mincost"
+STRATEGIES = (KEP, MINCOST)
+
+DISABLED_MESSAGE = "preemption is disabled for this group (preemptionPolicy: Never)"
+NO_VICTIMS_REASON = "no lower-priority victims"
+
+
+def cannot_help(reason: str) -> str:
+    return f"preemption cannot help: {reason}"
+
+
+class WorkloadPreemptor:
+    """Workload-aware preemption (KEP-5710) with a selectable victim search."""
+
+    def __init__(
+        self,
+        strategy: str = MINCOST,
+        *,
+        scheduler_name: str = "gangsched",
+        config: PreemptionConfig | None = None,
+        cycle: CycleConfig | None = None,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"unknown preemption strategy {strategy!r}; allowed: {', '.join(STRATEGIES)}"
+            )
+        self.strategy = strategy
+        self.scheduler_name = scheduler_name
+        self.config = config or PreemptionConfig()
+        self.cycle = cycle
+        self._placers: dict[int, GangPlacer] = {}
+
+    def preempt(
+        self, gang: Gang, failed: CycleResult, cluster: ClusterState, framework: Framework
+    ) -> PreemptionOutcome:
+        if not gang.pending:
+            return self._outcome(False, cannot_help("the group has no pending pods"))
+        if preemption_disabled(gang, cluster):
+            return self._outcome(False, DISABLED_MESSAGE)
+        priority = gang_priority(gang)
+        terminating = terminating_victims(gang, cluster, priority)
+        if terminating:
+            return self._outcome(
+                True, f"waiting for {terminating} preemption victim(s) to terminate"
+            )
+        snap = cluster.snapshot
+        mark = snap.checkpoint()
+        try:
+            for pod in gang.pending:
+                # Earlier nominations of this gang must not reserve capacity against itself.
+                snap.clear_nomination(pod.key)
+            units = collect_victims(gang, cluster, priority)
+            if not units:
+                return self._outcome(False, cannot_help(NO_VICTIMS_REASON))
+            problem = Problem(
+                gang=gang,
+                failed=failed,
+                cluster=cluster,
+                framework=framework,
+                placer=self._placer(framework),
+                priority=priority,
+                units=units,
+                budgets=BudgetIndex(cluster.budgets.values()),
+                config=self.config,
+            )
+            search = kep_search if self.strategy == KEP else mincost_search
+            found = search(problem)
+        finally:
+            snap.rollback(mark)
+        if isinstance(found, CannotHelp):
+            return self._outcome(False, cannot_help(found.reason))
+        return self._started(gang, failed, cluster, priority, found)
+
+    # ---------------------------------------------------------------------------- helpers
+    def _placer(self, framework: Framework) -> GangPlacer:
+        placer = self._placers.get(id(framework))
+        if placer is None or placer.framework is not framework:
+            placer = GangPlacer(framework, self.cycle)
+            self._placers = {id(framework): placer}
+        return placer
+
+    def _outcome(self, started: bool, message: str) -> PreemptionOutcome:
+        return PreemptionOutcome(started=started, message=message, strategy=self.strategy)
+
+    def _started(
+        self,
+        gang: Gang,
+        failed: CycleResult,
+        cluster: ClusterState,
+        priority: int,
+        found: Candidate,
+    ) -> PreemptionOutcome:
+        message = preemption_message(self.scheduler_name, gang, trigger_pod(gang, failed))
+        decisions = build_decisions(gang, found, cluster, priority, message)
+        victims = sorted(found.pods, key=lambda pod: pod.key)
+        nodes = {pod.node_name for pod in victims}
+        summary = (
+            f"preempting {len(victims)} pod(s) on {len(nodes)} node(s) "
+            f"({found.name}; {found.cost.pdb_violations} PodDisruptionBudget violation(s)); "
+            f"{len(found.placements)} pod(s) nominated"
+        )
+        return PreemptionOutcome(
+            started=True,
+            message=summary,
+            decisions=decisions,
+            victims=victims,
+            pdb_violations=found.cost.pdb_violations,
+            reprieved=max(0, found.potential - len(victims)),
+            strategy=self.strategy,
+        )
+
+
+def terminating_victims(gang: Gang, cluster: ClusterState, priority: int) -> int:
+    """Lower-priority pods still terminating on the nodes the gang is nominated to: the
+    victims of an earlier preemption for it (upstream's check before preempting again)."""
+    snap = cluster.snapshot
+    nodes = {
+        snap.index[pod.nominated_node_name]
+        for pod in gang.pending
+        if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
+    }
+    return sum(
+        1
+        for node in nodes
+        for pod in snap.node_pods[node].values()
+        if pod.terminating and victim_priority(pod, cluster) < priority
+    )

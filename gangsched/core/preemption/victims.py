@@ -1,0 +1,211 @@
+"""Potential preemption victims, grouped into the units that are evicted together.
+
+KEP-5710 makes the preemption unit explicit: a pod of a DisruptionMode All PodGroup cannot be
+evicted on its own, because the rest of its group would keep running without making progress.
+So the unit is either one pod (no group, or a Single-mode group) or the whole All-mode group,
+all its bound pods on every node. A unit's priority is its PodGroup's priority when the group
+names one (that is the priority the group was admitted with), else the pod's own; an All-mode
+unit is a victim only when the whole unit is of lower priority than the preemptor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.cycle import Gang
+from gangsched.core.model import PREEMPT_NEVER, DisruptionMode, GroupRef, Pod, PodGroup
+from gangsched.core.snapshot import Snapshot
+
+
+@dataclass(slots=True, eq=False)
+class VictimUnit:
+    """One thing preemption may evict: a single pod, or an All-mode group as a whole."""
+
+    #: Position in the sorted list of potential victims (stable identity for sets).
+    index: int
+    #: "ns/name" of the pod, or of the All-mode PodGroup.
+    key: str
+    #: Every pod evicted with the unit (an All-mode group's pods on every node).
+    pods: tuple[Pod, ...]
+    #: The pods the snapshot holds, with their node index: what a dry run takes away.
+    placed: tuple[tuple[Pod, int], ...]
+    priority: int
+    #: The All-mode PodGroup, or None for a single pod.
+    group: GroupRef | None
+    #: Start time of the unit: its oldest pod (victims are compared youngest first).
+    created: float
+    #: PodGroups (any mode) that lose a pod when the unit goes: the groups-disrupted count.
+    groups: frozenset[GroupRef]
+    #: Node indices the unit occupies.
+    nodes: frozenset[int]
+
+    @property
+    def is_group(self) -> bool:
+        return self.group is not None
+
+    @property
+    def size(self) -> int:
+        return len(self.pods)
+
+    def __repr__(self) -> str:
+        return f"VictimUnit({self.key}, prio={self.priority}, pods={self.size})"
+
+
+def part_priority(group: PodGroup, pods: Iterable[Pod]) -> int:
+    """A PodGroup's priority: its own when it names a class, else its pods' (validated equal)."""
+    if group.priority is not None:
+        return group.priority
+    return max((pod.priority for pod in pods), default=0)
+
+
+def gang_priority(gang: Gang) -> int:
+    """The preemptor's priority. A GangGroup whose parts disagree (a KEP non-goal) preempts
+    with its lowest part priority, so no part ever evicts a pod of its own priority or more."""
+    return min(
+        (part_priority(part.group, part.pending or part.bound) for part in gang.parts),
+        default=0,
+    )
+
+
+def preemption_disabled(gang: Gang, cluster: ClusterState) -> bool:
+    """preemptionPolicy Never on any pending pod, on a PodGroup, or on a group's class."""
+    for part in gang.parts:
+        if part.group.preemption_policy == PREEMPT_NEVER:
+            return True
+        pc = cluster.priority_classes.get(part.group.priority_class_name)
+        if (
+            part.group.preemption_policy is None
+            and pc is not None
+            and pc.preemption_policy == PREEMPT_NEVER
+        ):
+            return True
+        if any(pod.preemption_policy == PREEMPT_NEVER for pod in part.pending):
+            return True
+    return False
+
+
+def victim_priority(pod: Pod, cluster: ClusterState) -> int:
+    """Priority of a running pod as a victim: its PodGroup's, if the group names one."""
+    if pod.group is not None:
+        group = cluster.groups.get(pod.group)
+        if group is not None and group.priority is not None:
+            return group.priority
+    return pod.priority
+
+
+def collect_victims(gang: Gang, cluster: ClusterState, priority: int) -> list[VictimUnit]:
+    """Every unit of strictly lower priority than `priority` that preemption may evict.
+
+    Only pods that hold capacity in the snapshot and are not already terminating count; the
+    preemptor's own gang is never a victim. One pass over the snapshot's pods (no per-node
+    work beyond that), since this runs on clusters with tens of thousands of pods.
+    """
+    snap: Snapshot = cluster.snapshot
+    own_refs = {part.group.ref for part in gang.parts}
+    own_pods = {pod.key for part in gang.parts for pod in (*part.pending, *part.bound)}
+    groups = cluster.groups
+    singles: list[VictimUnit] = []
+    all_mode: dict[GroupRef, list[tuple[Pod, int]]] = {}
+    for i, node_pods in enumerate(snap.node_pods):
+        for pod in node_pods.values():
+            if pod.terminating or pod.is_finished or pod.key in own_pods:
+                continue
+            ref = pod.group
+            group = None
+            if ref is not None:
+                if ref in own_refs:
+                    continue
+                group = groups.get(ref)
+            if group is not None and group.disruption_mode is DisruptionMode.ALL:
+                all_mode.setdefault(ref, []).append((pod, i))  # type: ignore[arg-type]
+                continue
+            prio = group.priority if group is not None and group.priority is not None else None
+            prio = pod.priority if prio is None else prio
+            if prio >= priority:
+                continue
+            singles.append(
+                VictimUnit(
+                    index=-1,
+                    key=pod.key,
+                    pods=(pod,),
+                    placed=((pod, i),),
+                    priority=prio,
+                    group=None,
+                    created=pod.created,
+                    groups=frozenset() if ref is None else frozenset((ref,)),
+                    nodes=frozenset((i,)),
+                )
+            )
+    units = singles
+    for ref, placed in all_mode.items():
+        group = groups[ref]
+        prio = part_priority(group, (pod for pod, _ in placed))
+        if prio >= priority:
+            continue
+        evicted = [pod for pod, _ in placed]
+        seen = {pod.key for pod in evicted}
+        for pod in cluster.group_members(ref):
+            # Members bound to nodes the snapshot does not know still go with their group.
+            if pod.key in seen or pod.node_name is None or pod.terminating or pod.is_finished:
+                continue
+            evicted.append(pod)
+        units.append(
+            VictimUnit(
+                index=-1,
+                key=ref.key,
+                pods=tuple(evicted),
+                placed=tuple(placed),
+                priority=prio,
+                group=ref,
+                created=min(pod.created for pod in evicted),
+                groups=frozenset((ref,)),
+                nodes=frozenset(i for _, i in placed),
+            )
+        )
+    units.sort(key=lambda u: (u.key, u.group is None))
+    for index, unit in enumerate(units):
+        unit.index = index
+    return units
+
+
+# ---------------------------------------------------------------------------------- orders
+# Every order ends with the unit key so that results never depend on dict iteration order.
+
+
+def importance_key(unit: VictimUnit, violating: frozenset[int]) -> tuple[object, ...]:
+    """KEP-5710's reprieve order, most important first: PDB-violating victims first, then
+    higher priority, then groups before single pods, then older first."""
+    return (
+        unit.index not in violating,
+        -unit.priority,
+        not unit.is_group,
+        unit.created,
+        unit.key,
+    )
+
+
+def costliest_key(unit: VictimUnit, violating: frozenset[int]) -> tuple[object, ...]:
+    """mincost's reprieve order: the victims whose eviction costs most by the documented
+    order are offered back first (PDB violators, higher priority, more pods, older)."""
+    return (
+        unit.index not in violating,
+        -unit.priority,
+        -unit.size,
+        -len(unit.groups),
+        unit.created,
+        unit.key,
+    )
+
+
+def cheapest_key(unit: VictimUnit, violating: frozenset[int]) -> tuple[object, ...]:
+    """Removal order for the steered searches: cheapest victims first."""
+    return (
+        unit.index in violating,
+        unit.priority,
+        unit.size,
+        len(unit.groups),
+        -unit.created,
+        unit.key,
+    )

@@ -1,0 +1,579 @@
+"""Upstream's workload-aware preemption scenarios and the seed walkthrough, as core tests.
+
+Each runs under both strategies unless the point of the test is where they differ.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gangsched.core.decisions import Event, Evict, Nominate, SetCondition
+from gangsched.core.model import DisruptionMode
+from gangsched.core.preemption import KEP, MINCOST, build_preemptor
+
+from ._builders import (
+    budget,
+    cluster,
+    disruption_conditions,
+    events,
+    group,
+    lone,
+    node,
+    nominations,
+    overcommitted,
+    pod,
+    preempt,
+    ref,
+    settle,
+    victims,
+)
+
+BOTH = pytest.mark.parametrize("strategy", [KEP, MINCOST])
+LOW, MID, HIGH = 10, 50, 100
+
+
+def _gang(name: str, n: int, cpu: int, *, prio: int = HIGH, start: float = 100.0) -> list:
+    return [pod(f"{name}-{i + 1}", cpu, prio=prio, group=name, created=start + i) for i in range(n)]
+
+
+# ------------------------------------------------------------------- public scenarios
+@BOTH
+def test_full_preemption(strategy: str) -> None:
+    """wap-full-preemption: 3 low pods fill the node; a 3-pod gang evicts all of them."""
+    state = cluster(
+        [node("n1", 3000)],
+        [pod(f"low-{i}", prio=LOW, node="n1", created=i) for i in (1, 2, 3)]
+        + _gang("gang", 3, 1000),
+        [group("gang", 3)],
+    )
+    outcome, _ = preempt(state, ref("gang"), strategy)
+    assert outcome.started
+    assert victims(outcome) == ["low-1", "low-2", "low-3"]
+    assert nominations(outcome) == {"gang-1": "n1", "gang-2": "n1", "gang-3": "n1"}
+    done = settle(state, strategy)
+    assert sorted(done.bound) == ["gang-1", "gang-2", "gang-3"]
+    assert not overcommitted(state)
+
+
+@BOTH
+def test_pdb_reprieve(strategy: str) -> None:
+    """wap-pdb-reprieve: the two PDB-protected pods are spared, only low-3 goes."""
+    protected = {"app": "protected"}
+    state = cluster(
+        [node("n1", 3000)],
+        [
+            pod("low-1", prio=LOW, node="n1", created=1, labels=protected),
+            pod("low-2", prio=LOW, node="n1", created=2, labels=protected),
+            pod("low-3", prio=LOW, node="n1", created=3),
+            *_gang("high", 2, 500),
+        ],
+        [group("high", 2)],
+        [budget("protected", 0, app="protected")],
+    )
+    outcome, _ = preempt(state, ref("high"), strategy)
+    assert victims(outcome) == ["low-3"]
+    assert outcome.pdb_violations == 0
+    assert outcome.reprieved == 2
+    done = settle(state, strategy)
+    assert done.evicted == ["low-3"]
+    assert sorted(done.bound) == ["high-1", "high-2"]
+
+
+@BOTH
+def test_pdb_violated_only_when_nothing_else_works(strategy: str) -> None:
+    protected = {"app": "protected"}
+    state = cluster(
+        [node("n1", 3000)],
+        [
+            pod("low-1", prio=LOW, node="n1", created=1, labels=protected),
+            pod("low-2", prio=LOW, node="n1", created=2, labels=protected),
+            pod("low-3", prio=LOW, node="n1", created=3),
+            *_gang("high", 2, 1000),
+        ],
+        [group("high", 2)],
+        [budget("protected", 0, app="protected")],
+    )
+    outcome, _ = preempt(state, ref("high"), strategy)
+    assert len(outcome.victims) == 2
+    assert "low-3" in victims(outcome)
+    assert outcome.pdb_violations == 1
+
+
+@BOTH
+def test_victim_all_mode(strategy: str) -> None:
+    """wap-victim-all-mode: an All group goes whole for a 1-CPU pod (nothing cheaper)."""
+    state = cluster(
+        [node("n1", 3000)],
+        [pod(f"v-{i}", prio=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        + [pod("preemptor", prio=HIGH, created=4)],
+        [group("victims", 3, prio=LOW, mode=DisruptionMode.ALL)],
+    )
+    outcome, _ = preempt(state, lone("preemptor"), strategy)
+    assert victims(outcome) == ["v-1", "v-2", "v-3"]
+    evict = [d for d in outcome.decisions if isinstance(d, Evict)]
+    assert {d.preemptor for d in evict} == {lone("preemptor")}
+    related = {(e.related_kind, e.related) for e in events(outcome.decisions)}
+    assert related == {("Pod", "default/preemptor")}
+    done = settle(state, strategy)
+    assert done.bound == {"preemptor": "n1"}
+
+
+@BOTH
+def test_victim_single_mode_evicts_one(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 3000)],
+        [pod(f"v-{i}", prio=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        + [pod("preemptor", prio=HIGH, created=4)],
+        [group("victims", 3, prio=LOW)],
+    )
+    outcome, _ = preempt(state, lone("preemptor"), strategy)
+    assert victims(outcome) == ["v-3"]  # youngest of equal priority
+
+
+@BOTH
+def test_seed_walkthrough(strategy: str) -> None:
+    """The Koordinator seed: 2 x 4 CPU full of low pods; a 2 x 3 CPU gang evicts both and
+    each member is nominated to its own node; DisruptionTarget names the group."""
+    state = cluster(
+        [node("cn-beijing.1"), node("cn-beijing.2")],
+        [
+            pod("lp-pod-1", 4000, prio=1000, node="cn-beijing.1", created=1),
+            pod("lp-pod-2", 4000, prio=1000, node="cn-beijing.2", created=2),
+            pod("hp-worker-1", 3000, prio=1_000_000, group="hp-training-job", created=3),
+            pod("hp-worker-2", 3000, prio=1_000_000, group="hp-training-job", created=4),
+        ],
+        [group("hp-training-job", 2)],
+    )
+    outcome, _ = preempt(state, ref("hp-training-job"), strategy)
+    assert victims(outcome) == ["lp-pod-1", "lp-pod-2"]
+    noms = nominations(outcome)
+    assert sorted(noms) == ["hp-worker-1", "hp-worker-2"]
+    assert sorted(noms.values()) == ["cn-beijing.1", "cn-beijing.2"]  # type: ignore[type-var]
+    conditions = disruption_conditions(outcome.decisions)
+    assert [c.pod for c in conditions] == ["default/lp-pod-1", "default/lp-pod-2"]
+    assert conditions[0].status == "True"
+    assert conditions[0].reason == "PreemptionByScheduler"
+    assert conditions[0].message == (
+        "gangsched: preempting to accommodate a higher priority pod group, "
+        "preemptor: default/hp-training-job, triggerpod: default/hp-worker-1"
+    )
+    done = settle(state, strategy)
+    assert sorted(done.evicted) == ["lp-pod-1", "lp-pod-2"]
+    assert sorted(done.bound.values()) == ["cn-beijing.1", "cn-beijing.2"]
+
+
+@BOTH
+def test_decisions_per_victim_in_order(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 2000)],
+        [
+            pod("low", 2000, prio=LOW, node="n1", created=1),
+            *_gang("g", 2, 1000),
+            pod("pending-low", 1000, prio=1, nominated="n1", created=2),
+        ],
+        [group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    decisions = outcome.decisions
+    noms = [d for d in decisions if isinstance(d, Nominate)]
+    assert Nominate("default/pending-low", "uid-pending-low", None) in noms
+    assert {(d.pod, d.node) for d in noms if d.node} == {
+        ("default/g-1", "n1"),
+        ("default/g-2", "n1"),
+    }
+    tail = decisions[len(noms) :]
+    assert [type(d) for d in tail] == [SetCondition, Evict, Event]
+    cond, evict, event = tail
+    assert isinstance(cond, SetCondition) and isinstance(evict, Evict)
+    assert isinstance(event, Event)
+    assert cond.message == evict.message == event.note
+    assert (event.regarding_kind, event.regarding, event.type) == ("Pod", "default/low", "Normal")
+    assert (event.reason, event.action) == ("Preempted", "Preempting")
+    assert (event.related_kind, event.related) == ("PodGroup", "default/g")
+    assert evict.uid == "uid-low" and evict.preemptor == ref("g")
+    assert outcome.strategy == strategy
+
+
+# --------------------------------------------------------------------- the four cases
+@BOTH
+def test_lone_pod_preempts_pods(strategy: str) -> None:
+    state = cluster(
+        [node("a", 2000), node("b", 2000)],
+        [
+            pod("a-1", prio=20, node="a", created=1),
+            pod("a-2", prio=20, node="a", created=2),
+            pod("b-1", prio=LOW, node="b", created=1),
+            pod("b-2", prio=30, node="b", created=2),
+            pod("p", prio=HIGH, created=5),
+        ],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert victims(outcome) == ["b-1"]  # lowest highest-victim priority
+    assert nominations(outcome) == {"p": "b"}
+
+
+@BOTH
+def test_lone_pod_preempts_groups(strategy: str) -> None:
+    state = cluster(
+        [node("a", 2000), node("b", 2000)],
+        [
+            pod("ga-1", prio=LOW, node="a", group="ga", created=1),
+            pod("ga-2", prio=LOW, node="b", group="ga", created=2),
+            pod("keep", prio=HIGH, node="b", created=1),
+            pod("other", prio=HIGH, node="a", created=1),
+            pod("p", prio=HIGH, created=5),
+        ],
+        [group("ga", 2, prio=LOW, mode=DisruptionMode.ALL)],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert victims(outcome) == ["ga-1", "ga-2"]  # whole group, across nodes
+    done = settle(state, strategy)
+    assert "p" in done.bound
+
+
+@BOTH
+def test_group_preempts_pods(strategy: str) -> None:
+    state = cluster(
+        [node("a", 2000), node("b", 2000), node("c", 2000)],
+        [pod(f"{n}-{i}", prio=LOW, node=n, created=i) for n in "abc" for i in (1, 2)]
+        + _gang("g", 3, 2000),
+        [group("g", 3)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert len(outcome.victims) == 6
+    assert sorted(nominations(outcome).values()) == ["a", "b", "c"]  # type: ignore[type-var]
+    done = settle(state, strategy)
+    assert sorted(done.bound.values()) == ["a", "b", "c"]
+    assert not overcommitted(state)
+
+
+@BOTH
+def test_group_preempts_groups(strategy: str) -> None:
+    state = cluster(
+        [node("a", 2000), node("b", 2000)],
+        [
+            pod("v1-1", prio=LOW, node="a", group="v1", created=1),
+            pod("v1-2", prio=LOW, node="b", group="v1", created=2),
+            pod("v2-1", prio=LOW, node="a", group="v2", created=3),
+            pod("v2-2", prio=LOW, node="b", group="v2", created=4),
+            *_gang("g", 2, 1000),
+        ],
+        [
+            group("v1", 2, prio=LOW, mode=DisruptionMode.ALL),
+            group("v2", 2, prio=LOW, mode=DisruptionMode.ALL),
+            group("g", 2),
+        ],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    names = victims(outcome)
+    assert names in (["v1-1", "v1-2"], ["v2-1", "v2-2"])  # one group, whole
+    done = settle(state, strategy)
+    assert sorted(done.bound) == ["g-1", "g-2"]
+
+
+@BOTH
+def test_multi_node(strategy: str) -> None:
+    """Four nodes, a gang of four 3-CPU pods: one victim per node, nothing more."""
+    state = cluster(
+        [node(f"n{i}", 4000) for i in range(4)],
+        [
+            pod(f"low-{i}-{j}", 1000, prio=LOW, node=f"n{i}", created=j)
+            for i in range(4)
+            for j in range(4)
+        ]
+        + _gang("g", 4, 3000),
+        [group("g", 4)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert len(outcome.victims) == 12  # 3 per node: 4 - 3 + ... each node keeps one
+    per_node: dict[str, int] = {}
+    for victim in outcome.victims:
+        assert victim.node_name is not None
+        per_node[victim.node_name] = per_node.get(victim.node_name, 0) + 1
+    assert per_node == {f"n{i}": 3 for i in range(4)}
+    done = settle(state, strategy)
+    assert len(done.bound) == 4
+    assert not overcommitted(state)
+
+
+# ------------------------------------------------------------------------ priorities
+@BOTH
+def test_lowest_priority_first(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 3000)],
+        [
+            pod("p20", prio=20, node="n1", created=1),
+            pod("p10", prio=10, node="n1", created=2),
+            pod("p30", prio=30, node="n1", created=3),
+            *_gang("g", 2, 500),
+        ],
+        [group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert victims(outcome) == ["p10"]
+
+
+@BOTH
+def test_never_higher_or_equal_priority(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 3000)],
+        [
+            pod("eq", prio=HIGH, node="n1", created=1),
+            pod("hi", prio=HIGH + 1, node="n1", created=2),
+            pod("grp", prio=LOW, node="n1", group="eqgroup", created=3),
+            *_gang("g", 2, 1000),
+        ],
+        # The running pod says LOW but its group's priority is what counts.
+        [group("eqgroup", 1, prio=HIGH), group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert not outcome.started
+    assert outcome.message == "preemption cannot help: no lower-priority victims"
+    assert outcome.decisions == []
+
+
+@BOTH
+def test_group_priority_makes_pod_a_victim(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 1000)],
+        [pod("x", prio=HIGH + 5, node="n1", group="lowgroup", created=1), pod("p", prio=HIGH)],
+        [group("lowgroup", 1, prio=LOW)],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert victims(outcome) == ["x"]
+
+
+@BOTH
+def test_gang_priority_from_podgroup(strategy: str) -> None:
+    """A PodGroup's priority is the gang's priority (pods agree: validated by the cycle)."""
+    state = cluster(
+        [node("n1", 1000)],
+        [pod("v", prio=LOW, node="n1"), pod("g-1", prio=HIGH, group="g", created=5)],
+        [group("g", 1, prio=HIGH)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert victims(outcome) == ["v"]
+    conditions = disruption_conditions(outcome.decisions)
+    assert "preemptor: default/g, triggerpod: default/g-1" in conditions[0].message
+
+
+@BOTH
+def test_all_groups_preempted_whole(strategy: str) -> None:
+    """Only one of the group's pods is in the way, but the group is All: all of it goes,
+    including the pod on the other node; a Single group would lose one pod."""
+    state = cluster(
+        [node("a", 2000), node("b", 2000)],
+        [
+            pod("all-1", prio=LOW, node="a", group="all", created=1),
+            pod("all-2", prio=LOW, node="b", group="all", created=2),
+            pod("all-3", prio=LOW, node="b", group="all", created=3),
+            pod("hi-a", prio=HIGH, node="a", created=1),
+            *_gang("g", 2, 500),
+        ],
+        [group("all", 3, prio=LOW, mode=DisruptionMode.ALL), group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert victims(outcome) == ["all-1", "all-2", "all-3"]
+
+
+# ------------------------------------------------------------------- cannot help / never
+@BOTH
+def test_cannot_help_selector_matches_nothing(strategy: str) -> None:
+    state = cluster(
+        [node(f"n{i}", 1000) for i in range(3)],
+        [pod(f"low-{i}", prio=LOW, node=f"n{i}") for i in range(3)]
+        + [pod("p", prio=HIGH, selector={"gpu": "yes"})],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert not outcome.started
+    assert outcome.message == (
+        "preemption cannot help: 0/3 nodes are available: "
+        "3 node(s) didn't match Pod's node affinity/selector."
+    )
+    assert outcome.decisions == [] and outcome.victims == []
+
+
+@BOTH
+def test_cannot_help_request_larger_than_any_node(strategy: str) -> None:
+    state = cluster(
+        [node(f"n{i}", 2000) for i in range(2)],
+        [pod(f"low-{i}", prio=LOW, node=f"n{i}") for i in range(2)] + _gang("g", 2, 3000),
+        [group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert not outcome.started
+    assert outcome.message.startswith("preemption cannot help: 0/2 nodes are available")
+    assert "Insufficient cpu" in outcome.message
+    assert outcome.victims == []
+
+
+@BOTH
+def test_cannot_help_when_only_part_of_the_gang_fits(strategy: str) -> None:
+    """Evicting everything frees room for two of three members: preempt nothing."""
+    state = cluster(
+        [node("a", 2000), node("b", 2000)],
+        [
+            pod("low-a", 2000, prio=LOW, node="a"),
+            pod("low-b", 2000, prio=LOW, node="b"),
+            *_gang("g", 3, 2000),
+        ],
+        [group("g", 3)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert not outcome.started
+    assert outcome.message.startswith("preemption cannot help: ")
+    assert outcome.victims == []
+
+
+@BOTH
+def test_no_preemption_when_the_gang_fits(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 4000)],
+        [pod("low", prio=LOW, node="n1"), *_gang("g", 2, 1000)],
+        [group("g", 2)],
+    )
+    _outcome, result = preempt(state, ref("g"), strategy)
+    assert result.code.value == "Success"
+    done = settle(state, strategy)
+    assert done.evicted == []
+
+
+@BOTH
+@pytest.mark.parametrize("where", ["pod", "group"])
+def test_preemption_policy_never(strategy: str, where: str) -> None:
+    pods = [
+        pod("low", 2000, prio=LOW, node="n1"),
+        pod(
+            "g-1",
+            prio=HIGH,
+            group="g",
+            policy="Never" if where == "pod" else "PreemptLowerPriority",
+        ),
+    ]
+    state = cluster(
+        [node("n1", 2000)],
+        pods,
+        [group("g", 1, policy="Never" if where == "group" else None)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert not outcome.started
+    assert outcome.message == "preemption is disabled for this group (preemptionPolicy: Never)"
+    assert outcome.decisions == []
+
+
+@BOTH
+def test_waits_for_terminating_victims(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 2000)],
+        [
+            pod("low", 2000, prio=LOW, node="n1", terminating=True),
+            pod("g-1", prio=HIGH, group="g", nominated="n1"),
+            pod("g-2", prio=HIGH, group="g", nominated="n1"),
+        ],
+        [group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert outcome.started
+    assert outcome.message == "waiting for 1 preemption victim(s) to terminate"
+    assert outcome.decisions == []
+    assert state.snapshot.nominated.keys() == {"default/g-1", "default/g-2"}
+
+
+@BOTH
+def test_terminating_pods_are_not_victims(strategy: str) -> None:
+    state = cluster(
+        [node("n1", 3000)],
+        [
+            pod("going", 1000, prio=LOW, node="n1", terminating=True),
+            pod("low", 2000, prio=LOW, node="n1"),
+            pod("p", 2000, prio=HIGH),
+        ],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert victims(outcome) == ["low"]
+
+
+# ------------------------------------------------------------------- spreading / packing
+@BOTH
+def test_three_member_gang_spreads_over_two_half_full_nodes(strategy: str) -> None:
+    """Koordinator's case. Two 4-CPU nodes, each running a high 1-CPU pod and two low
+    1-CPU pods; a gang of three 1.5-CPU members. A per-pod dry run that does not assume
+    earlier members would put all three on one node. The least disruption is three victims:
+    two members on one node (both its low pods), one on the other (one low pod); two
+    victims free only 4 CPU of the 4.5 needed."""
+    state = cluster(
+        [node("a"), node("b")],
+        [pod(f"hi-{n}", prio=HIGH + 1, node=n) for n in "ab"]
+        + [pod(f"low-{n}-{i}", prio=LOW, node=n, created=i) for n in "ab" for i in (1, 2)]
+        + _gang("g", 3, 1500),
+        [group("g", 3)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert len(outcome.victims) == 3
+    placed = nominations(outcome)
+    assert sorted(placed) == ["g-1", "g-2", "g-3"]
+    assert sorted(placed.values()) in (["a", "a", "b"], ["a", "b", "b"])  # type: ignore[type-var]
+    done = settle(state, strategy)
+    assert len(done.evicted) == 3
+    assert sorted(done.bound) == ["g-1", "g-2", "g-3"]
+    assert not overcommitted(state)
+
+
+def test_mincost_avoids_evicting_an_all_group_when_one_pod_does() -> None:
+    """The KEP's single placement lands on the emptiest node after removing every victim,
+    which is the All group's node: kep evicts the whole group (3 pods). One lone pod of the
+    same priority on the other node frees enough: mincost evicts just that pod."""
+    state = cluster(
+        [node("n1", 3000), node("n2", 3000)],
+        [pod(f"v-{i}", prio=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        + [
+            pod("keeper", 2000, prio=1000, node="n2", created=1),
+            pod("lone-low", 1000, prio=LOW, node="n2", created=1),
+            *_gang("g", 2, 500),
+        ],
+        [group("victims", 3, prio=LOW, mode=DisruptionMode.ALL), group("g", 2)],
+    )
+    kep, _ = preempt(state, ref("g"), KEP)
+    assert victims(kep) == ["v-1", "v-2", "v-3"]
+    cheap, _ = preempt(state, ref("g"), MINCOST)
+    assert victims(cheap) == ["lone-low"]
+    assert set(nominations(cheap).values()) == {"n2"}
+    done = settle(state, MINCOST)
+    assert done.evicted == ["lone-low"]
+    assert sorted(done.bound) == ["g-1", "g-2"]
+
+
+def test_mincost_places_every_member_when_victims_allow() -> None:
+    """minMember 1 with three pods and a full cluster: preempt to place all three."""
+    state = cluster(
+        [node(f"n{i}", 1000) for i in range(3)],
+        [pod(f"low-{i}", prio=LOW, node=f"n{i}", created=i) for i in range(3)]
+        + _gang("g", 3, 1000),
+        [group("g", 1)],
+    )
+    for strategy in (KEP, MINCOST):
+        outcome, _ = preempt(state, ref("g"), strategy)
+        assert len(outcome.victims) == 3
+        assert len([n for n in nominations(outcome).values() if n]) == 3
+
+
+@BOTH
+def test_gang_group_preempts_for_every_part(strategy: str) -> None:
+    """A Koordinator GangGroup of two PodGroups is placed whole: victims for both."""
+    state = cluster(
+        [node("a", 2000), node("b", 2000)],
+        [pod(f"low-{n}", 2000, prio=LOW, node=n) for n in "ab"]
+        + [pod("x-1", 2000, prio=HIGH, group="x", created=1)]
+        + [pod("y-1", 2000, prio=HIGH, group="y", created=2)],
+        [group("x", 1, gang_group=["x", "y"]), group("y", 1, gang_group=["x", "y"])],
+    )
+    outcome, _ = preempt(state, ref("x"), strategy)
+    assert victims(outcome) == ["low-a", "low-b"]
+    assert sorted(nominations(outcome)) == ["x-1", "y-1"]
+    done = settle(state, strategy)
+    assert sorted(done.bound) == ["x-1", "y-1"]
+
+
+def test_build_preemptor_rejects_unknown_strategy() -> None:
+    with pytest.raises(ValueError, match="kep, mincost"):
+        build_preemptor(strategy="fastest")
