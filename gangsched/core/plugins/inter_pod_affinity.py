@@ -18,14 +18,20 @@ their nodes in the snapshot and count like bound ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import numpy.typing as npt
 
 from gangsched.core.framework import PodContext
 from gangsched.core.model import Pod, PodAffinityTerm
-from gangsched.core.plugins.pod_topology_spread import Domains, domains, memo_get, memo_put
+from gangsched.core.plugins.pod_topology_spread import (
+    Domains,
+    domains,
+    label_predicate,
+    memo_get,
+    memo_put,
+)
 from gangsched.core.snapshot import BoolVector, IntVector, Snapshot
 from gangsched.core.status import Code
 
@@ -65,12 +71,12 @@ class _DomainCounts:
             key: [0] * len(d.values) for key, d in self.domains.items()
         }
 
-    def add(self, key: str, node: int) -> bool:
-        """Count one pod on `node` in its domain; False when the node lacks the key."""
+    def add(self, key: str, node: int, pods: int) -> bool:
+        """Count `pods` pods on `node` in its domain; False when the node lacks the key."""
         domain: int = self._ids[key][node]
         if domain < 0:
             return False
-        self.counts[key][domain] += 1
+        self.counts[key][domain] += pods
         return True
 
     def per_node(self, key: str) -> IntVector:
@@ -110,6 +116,37 @@ class InterPodAffinity:
         return verdicts
 
 
+PodPredicate = Callable[[Pod], bool]
+
+
+def _term_predicate(
+    term: PodAffinityTerm, owner_namespace: str, ns_labels: dict[str, dict[str, str]]
+) -> PodPredicate:
+    """`term_matches` for one term as a closure: the namespace verdict is memoised per
+    namespace and the selector is specialised, since it runs once per pod in the cluster."""
+    selector = term.selector
+    if selector is None:
+        return lambda pod: False
+    labels_match = label_predicate(selector)
+    namespaces: dict[str, bool] = {}
+
+    def match(pod: Pod) -> bool:
+        allowed = namespaces.get(pod.namespace)
+        if allowed is None:
+            labels = ns_labels.get(pod.namespace, {})
+            allowed = term.selects_namespace(owner_namespace, pod.namespace, labels)
+            namespaces[pod.namespace] = allowed
+        return allowed and labels_match(pod.labels)
+
+    return match
+
+
+def _all_of(predicates: list[PodPredicate]) -> PodPredicate:
+    if len(predicates) == 1:
+        return predicates[0]
+    return lambda pod: all(p(pod) for p in predicates)
+
+
 def _incoming(pod: Pod, snap: Snapshot) -> tuple[BoolVector, BoolVector]:
     """Per node: (affinity satisfied, anti-affinity satisfied) for the pod's own terms."""
     ns_labels = snap.namespace_labels
@@ -117,32 +154,40 @@ def _incoming(pod: Pod, snap: Snapshot) -> tuple[BoolVector, BoolVector]:
     affinity_keys = list(dict.fromkeys(t.topology_key for t in affinity))
     matched = _DomainCounts(snap, affinity_keys)
     avoided = _DomainCounts(snap, dict.fromkeys(t.topology_key for t in anti_affinity))
+    matches_all = (
+        _all_of([_term_predicate(t, pod.namespace, ns_labels) for t in affinity])
+        if affinity
+        else None
+    )
+    repels = [(t.topology_key, _term_predicate(t, pod.namespace, ns_labels)) for t in anti_affinity]
     any_matched = False  # upstream: len(affinityCounts) > 0
     for node, pods in enumerate(snap.node_pods):
-        for other in pods.values():
-            if other is pod:
-                continue  # never its own neighbour (it is not placed while being scheduled)
-            labels = ns_labels.get(other.namespace, {})
-            if affinity and all(term_matches(t, pod.namespace, other, labels) for t in affinity):
+        if not pods:
+            continue
+        if matches_all is not None:
+            # `other is not pod`: never its own neighbour (it is not placed while scheduled).
+            found = sum(1 for other in pods.values() if other is not pod and matches_all(other))
+            if found:
                 for key in affinity_keys:
-                    any_matched = matched.add(key, node) or any_matched
-            for term in anti_affinity:
-                if term_matches(term, pod.namespace, other, labels):
-                    avoided.add(term.topology_key, node)
+                    any_matched = matched.add(key, node, found) or any_matched
+        for key, repel in repels:
+            found = sum(1 for other in pods.values() if other is not pod and repel(other))
+            if found:
+                avoided.add(key, node, found)
 
     size = len(snap)
     affinity_ok: BoolVector = np.ones(size, dtype=np.bool_)
     if affinity:
         has_keys: BoolVector = np.ones(size, dtype=np.bool_)
-        found: BoolVector = np.ones(size, dtype=np.bool_)
+        found_all: BoolVector = np.ones(size, dtype=np.bool_)
         for key in affinity_keys:
             has_keys &= matched.domains[key].present
-            found &= matched.per_node(key) > 0
+            found_all &= matched.per_node(key) > 0
         own = ns_labels.get(pod.namespace, {})
         first_of_group = not any_matched and all(
             term_matches(t, pod.namespace, pod, own) for t in affinity
         )
-        affinity_ok = has_keys & (found | first_of_group)
+        affinity_ok = has_keys & (found_all | first_of_group)
 
     anti_affinity_ok: BoolVector = np.ones(size, dtype=np.bool_)
     for key in avoided.domains:

@@ -13,7 +13,7 @@ per-topology-key array of domain ids (`domains`), shared with InterPodAffinity.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +92,22 @@ def domains(snap: Snapshot, key: str) -> Domains:
     return result
 
 
+def label_predicate(selector: LabelSelector) -> Callable[[Mapping[str, str]], bool]:
+    """`selector.matches` as a closure specialised for the common shapes.
+
+    The counting passes call this once per pod in the cluster; a single matchLabels pair
+    (app=x, the usual case) then costs one dict lookup instead of generic selector code.
+    """
+    pairs, expressions = selector.match_labels, selector.match_expressions
+    if expressions:
+        return selector.matches
+    if len(pairs) == 1:
+        ((key, value),) = pairs
+        return lambda labels: labels.get(key) == value
+
+    return lambda labels: all(labels.get(key) == value for key, value in pairs)
+
+
 def memo_get(ctx: PodContext, snap: Snapshot, name: str) -> npt.NDArray[np.int8] | None:
     """Per-node verdicts the last `filter` call stored, if the snapshot has not moved since.
 
@@ -160,16 +176,21 @@ def _counts(
     if not wanted:
         return counts
     namespace = pod.namespace
-    for i in np.flatnonzero(nodes).tolist():
-        found = [0] * len(wanted)
-        for other in snap.node_pods[i].values():
-            if other.namespace != namespace or other.terminating or other is pod:
-                continue
-            for j, selector in enumerate(wanted):
-                if selector.matches(other.labels):
-                    found[j] += 1
-        for j, selector in enumerate(wanted):
-            counts[selector][i] = found[j]
+    node_pods = snap.node_pods
+    for selector in wanted:
+        matches = label_predicate(selector)
+        column = counts[selector]
+        for i in np.flatnonzero(nodes).tolist():
+            found = 0
+            for other in node_pods[i].values():
+                if (
+                    other.namespace == namespace
+                    and not other.terminating
+                    and other is not pod
+                    and matches(other.labels)
+                ):
+                    found += 1
+            column[i] = found
     return counts
 
 
