@@ -1,0 +1,261 @@
+"""Properties of both strategies on small random clusters.
+
+Clusters: up to 4 nodes, up to 8 running pods of mixed priorities, some in All-mode (or
+Single-mode) groups, an optional PodDisruptionBudget, and a preemptor gang of 1-4 pods
+(a lone pod when it has one pod and no group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.cycle import GangPlacer
+from gangsched.core.model import DisruptionMode, GroupRef, Pod
+from gangsched.core.plugins import build_framework
+from gangsched.core.preemption import KEP, MINCOST, Cost
+from gangsched.core.preemption.cost import NO_VICTIMS
+from gangsched.core.preemption.pdb import BudgetIndex
+from gangsched.core.preemption.victims import gang_priority, victim_priority
+from gangsched.core.scheduler import PreemptionOutcome
+from gangsched.core.status import Code
+
+from ._builders import (
+    budget,
+    cluster,
+    gang_of,
+    group,
+    lone,
+    node,
+    nominations,
+    overcommitted,
+    pod,
+    preempt,
+    ref,
+    settle,
+)
+
+PRIOS = [0, 10, 20, 50, 100]
+PREEMPTOR_PRIO = 50
+
+
+@dataclass(frozen=True)
+class Running:
+    node: int
+    cpu: int
+    prio: int
+    group: int | None  # index into the victim groups
+    created: int
+    protected: bool
+
+
+@dataclass(frozen=True)
+class Spec:
+    nodes: tuple[int, ...]
+    running: tuple[Running, ...]
+    group_modes: tuple[tuple[DisruptionMode, int | None], ...]
+    gang: tuple[int, ...]  # cpu per member
+    min_member: int
+    as_group: bool
+    allowed: int | None
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> Spec:
+    nodes = tuple(draw(st.lists(st.sampled_from([1000, 2000, 3000, 4000]), min_size=1, max_size=4)))
+    modes = tuple(
+        (
+            draw(st.sampled_from([DisruptionMode.ALL, DisruptionMode.SINGLE])),
+            draw(st.sampled_from([None, 10, 20, 100])),
+        )
+        for _ in range(2)
+    )
+    free = list(nodes)
+    running: list[Running] = []
+    for i in range(draw(st.integers(0, 12))):
+        if len(running) == 8:
+            break
+        where = draw(st.integers(0, len(nodes) - 1))
+        cpu = draw(st.sampled_from([250, 500, 1000, 1500, 2000]))
+        if cpu > free[where]:
+            continue
+        free[where] -= cpu
+        running.append(
+            Running(
+                node=where,
+                cpu=cpu,
+                prio=draw(st.sampled_from(PRIOS)),
+                group=draw(st.sampled_from([None, None, 0, 1])),
+                created=i,
+                protected=draw(st.booleans()),
+            )
+        )
+    gang = tuple(
+        draw(st.lists(st.sampled_from([250, 500, 1000, 2000, 3000]), min_size=1, max_size=4))
+    )
+    return Spec(
+        nodes=nodes,
+        running=tuple(running),
+        group_modes=modes,
+        gang=gang,
+        min_member=draw(st.integers(1, len(gang))),
+        as_group=len(gang) > 1 or draw(st.booleans()),
+        allowed=draw(st.sampled_from([None, 0, 1])),
+    )
+
+
+def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[ClusterState, GroupRef]:
+    nodes = [node(f"n{i}", cpu) for i, cpu in enumerate(spec.nodes)]
+    pods: list[Pod] = []
+    used_groups: set[int] = set()
+    for i, r in enumerate(spec.running):
+        name = f"r{i}"
+        if name in without:
+            continue
+        if r.group is not None:
+            used_groups.add(r.group)
+        pods.append(
+            pod(
+                name,
+                r.cpu,
+                prio=r.prio,
+                node=f"n{r.node}",
+                group=f"v{r.group}" if r.group is not None else None,
+                created=r.created,
+                labels={"app": "protected"} if r.protected else {},
+            )
+        )
+    groups = [
+        group(f"v{g}", 1, prio=spec.group_modes[g][1], mode=spec.group_modes[g][0])
+        for g in sorted(used_groups)
+    ]
+    if spec.as_group:
+        groups.append(group("gang", spec.min_member))
+        key = ref("gang")
+        for i, cpu in enumerate(spec.gang):
+            pods.append(pod(f"g{i}", cpu, prio=PREEMPTOR_PRIO, group="gang", created=100 + i))
+    else:
+        key = lone("g0")
+        pods.append(pod("g0", spec.gang[0], prio=PREEMPTOR_PRIO, created=100))
+    budgets = [] if spec.allowed is None else [budget("protected", spec.allowed, app="protected")]
+    return cluster(nodes, pods, groups, budgets), key
+
+
+def cost_of(outcome: PreemptionOutcome, state: ClusterState, key: GroupRef) -> Cost:
+    """The documented cost order, computed from the outcome alone."""
+    gang = gang_of(state, key)
+    placed = [n for n in nominations(outcome).values() if n]
+    pods = outcome.victims
+    return Cost(
+        unplaced=len(gang.pending) - len(placed),
+        pdb_violations=BudgetIndex(state.budgets.values()).violations(pods),
+        max_priority=max((victim_priority(p, state) for p in pods), default=NO_VICTIMS),
+        pods=len(pods),
+        groups=len({p.group for p in pods if p.group is not None}),
+        oldest_start=-min((p.created for p in pods), default=0.0),
+        total_start=-sum(p.created for p in pods),
+    )
+
+
+def lower_priority(spec: Spec) -> frozenset[str]:
+    """Every running pod preemption may take (whole All groups only when all lower)."""
+    state, key = build(spec)
+    prio = gang_priority(gang_of(state, key))
+    names = set()
+    for p in state.pods.values():
+        if p.node_name is None:
+            continue
+        g = state.groups.get(p.group) if p.group else None
+        if g is not None and g.disruption_mode is DisruptionMode.ALL:
+            members = [m for m in state.group_members(g.ref) if m.node_name]
+            unit = g.priority if g.priority is not None else max(m.priority for m in members)
+            if unit < prio:
+                names.add(p.name)
+        elif victim_priority(p, state) < prio:
+            names.add(p.name)
+    return frozenset(names)
+
+
+def fits(spec: Spec, without: frozenset[str]) -> bool:
+    state, key = build(spec, without=without)
+    result = GangPlacer(build_framework()).place(gang_of(state, key), state.snapshot)
+    return result.code is Code.SUCCESS
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(specs())
+def test_victims_are_lower_priority_whole_and_sufficient(spec: Spec) -> None:
+    for strategy in (KEP, MINCOST):
+        state, key = build(spec)
+        outcome, result = preempt(state, key, strategy)
+        if result.code is not Code.UNSCHEDULABLE:
+            assert not outcome.victims
+            continue
+        prio = gang_priority(gang_of(state, key))
+        victims = {p.name for p in outcome.victims}
+        own = {p.key for p in gang_of(state, key).pending}
+        for victim in outcome.victims:
+            assert victim.key not in own
+            assert victim.node_name is not None
+            assert victim_priority(victim, state) < prio
+        # All-mode groups: evicted whole or not at all; their unit priority is lower.
+        for g in state.groups.values():
+            if g.disruption_mode is not DisruptionMode.ALL:
+                continue
+            members = {m.name for m in state.group_members(g.ref) if m.node_name}
+            hit = members & victims
+            assert not hit or hit == members
+        if not outcome.started:
+            assert not victims and not outcome.decisions
+            continue
+        assert victims <= lower_priority(spec)
+        # The gang fits on a fresh cluster without the victims.
+        assert fits(spec, frozenset(victims))
+
+
+@SETTINGS
+@given(specs())
+def test_preempts_exactly_when_removing_every_lower_pod_helps(spec: Spec) -> None:
+    state, key = build(spec)
+    outcome, result = preempt(state, key, KEP)
+    if result.code is not Code.UNSCHEDULABLE:
+        return
+    can = fits(spec, lower_priority(spec))
+    assert outcome.started == can, outcome.message
+    if not can:
+        assert outcome.message.startswith("preemption cannot help: ")
+    mincost, _ = preempt(build(spec)[0], key, MINCOST)
+    assert mincost.started == can
+
+
+@SETTINGS
+@given(specs())
+def test_mincost_never_costlier_than_kep(spec: Spec) -> None:
+    state, key = build(spec)
+    kep, _ = preempt(state, key, KEP)
+    if not kep.started:
+        return
+    mincost, _ = preempt(state, key, MINCOST)
+    assert mincost.started
+    assert cost_of(mincost, state, key) <= cost_of(kep, state, key)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs(), st.sampled_from([KEP, MINCOST]))
+def test_settling_never_overcommits_and_places_the_gang(spec: Spec, strategy: str) -> None:
+    state, key = build(spec)
+    can = fits(spec, lower_priority(spec))
+    done = settle(state, strategy)
+    assert not overcommitted(state)
+    gang = gang_of(state, key)
+    bound = sum(
+        1 for part in gang.parts for p in state.group_members(part.group.ref) if p.node_name
+    )
+    if can:
+        assert bound >= min(part.group.min_member for part in gang.parts), done.reports
