@@ -173,6 +173,8 @@ class Pod:
     group: GroupRef | None = None
     #: Members of a Koordinator annotation gang carry its size themselves.
     annotation_min_available: int | None = None
+    #: "namespace/name" of the controller owning the pod (PodGroup status.occupiedBy).
+    owner: str = ""
 
     @property
     def key(self) -> str:

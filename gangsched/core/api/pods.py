@@ -81,6 +81,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
     node_name = r.string(spec.get("nodeName"), "spec.nodeName") or None
     nominated = r.string(status.get("nominatedNodeName"), "status.nominatedNodeName") or None
     scheduler = r.string(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER
+    owner = _controller_owner(meta.get("ownerReferences"), r.namespace)
     r.done()
     return Pod(
         namespace=r.namespace,
@@ -104,7 +105,18 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         terminating=deleted is not None or meta.get("deletionTimestamp") is not None,
         group=group,
         annotation_min_available=min_available,
+        owner=owner,
     )
+
+
+def _controller_owner(refs: Any, namespace: str) -> str:
+    """The controlling owner as "namespace/name" (what PodGroup status.occupiedBy shows)."""
+    if not isinstance(refs, list):
+        return ""
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("name"):
+            return f"{namespace}/{ref['name']}"
+    return ""
 
 
 # -- resources and ports ------------------------------------------------------------------------

@@ -1,0 +1,244 @@
+"""Carries out the core's decisions against the API server.
+
+Binds go through `pods/binding` with the pod's UID (a recreated pod of the same name is never
+bound by mistake), a bounded number at a time; a 409 or 404 means the pod changed under us,
+so the assumption is dropped and the gang requeued. Conditions are strategic-merge patches of
+`pods/status` (merging by condition type keeps the kubelet's conditions), written only when
+they changed. A victim first gets its DisruptionTarget condition, then a graceful delete with
+a UID precondition, then the Preempted event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from gangsched.core.decisions import (
+    Bind,
+    Decision,
+    Event,
+    Evict,
+    GroupOutcome,
+    Nominate,
+    SetCondition,
+)
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.scheduler import CycleReport, Scheduler
+from gangsched.edge.cache import ClusterCache
+from gangsched.edge.events import EventRecorder, ObjectRef, event_time
+from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
+from gangsched.edge.metrics import Metrics
+
+log = structlog.get_logger("gangsched.actuator")
+
+POD_GROUP_API_VERSIONS = {
+    Dialect.SIGS: "scheduling.sigs.k8s.io/v1alpha1",
+    Dialect.X_K8S: "scheduling.x-k8s.io/v1alpha1",
+    Dialect.UPSTREAM: "scheduling.k8s.io/v1alpha2",
+}
+
+
+def _split(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
+def pod_path(key: str, sub: str = "") -> str:
+    namespace, name = _split(key)
+    return f"/api/v1/namespaces/{namespace}/pods/{name}" + (f"/{sub}" if sub else "")
+
+
+@dataclass
+class Actuator:
+    kube: Kube
+    scheduler: Scheduler
+    cache: ClusterCache
+    events: EventRecorder
+    metrics: Metrics
+    bind_concurrency: int = 16
+    #: Writes happen only while this says so (leader election).
+    may_write: Callable[[], bool] = lambda: True
+    api_versions: dict[Dialect, str] = field(default_factory=lambda: dict(POD_GROUP_API_VERSIONS))
+    #: Last PodScheduled condition written per pod: unchanged conditions are not rewritten.
+    _written: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: Latest outcome per PodGroup, read by the PodGroup status writer.
+    outcomes: dict[GroupRef, GroupOutcome] = field(default_factory=dict)
+    outcome_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _bind_slots: asyncio.Semaphore | None = None
+
+    def apply(self, report: CycleReport) -> None:
+        """Start carrying out a report's decisions; returns at once (work runs as tasks)."""
+        victims: dict[str, list[Decision]] = {}
+        for decision in report.decisions:
+            if isinstance(decision, Bind):
+                self.cache.assumed[decision.pod] = decision.node
+                self._spawn(self._bind(decision, report.gang))
+            elif (isinstance(decision, SetCondition) and decision.type == "DisruptionTarget") or isinstance(decision, Evict):
+                victims.setdefault(decision.pod, []).append(decision)
+            elif isinstance(decision, Event) and decision.reason == "Preempted":
+                victims.setdefault(decision.regarding, []).append(decision)
+            elif isinstance(decision, SetCondition):
+                self._spawn(self._pod_condition(decision))
+            elif isinstance(decision, Nominate):
+                self._spawn(self._nominate(decision))
+            elif isinstance(decision, Event):
+                self._spawn(self._event(decision))
+            elif isinstance(decision, GroupOutcome):
+                self.outcomes[decision.group] = decision
+                self.outcome_changed.set()
+        for steps in victims.values():
+            self._spawn(self._preempt(steps))
+
+    def apply_event(self, event: Event) -> None:
+        """Post an event that no cycle produced (e.g. a schedule timeout)."""
+        self._spawn(self._event(event))
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --------------------------------------------------------------------------------- binds
+    async def _bind(self, bind: Bind, gang: GroupRef) -> None:
+        if self._bind_slots is None:
+            self._bind_slots = asyncio.Semaphore(self.bind_concurrency)
+        namespace, name = _split(bind.pod)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": bind.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
+        }
+        async with self._bind_slots:
+            if not self.may_write():
+                self._bind_failed(bind, gang, "not leader")
+                return
+            started = time.perf_counter()
+            try:
+                await self.kube.post(pod_path(bind.pod, "binding"), body)
+            except KubeError as exc:
+                cause = "conflict" if exc.conflict else "not_found" if exc.not_found else "other"
+                self.metrics.binding_errors.labels(cause).inc()
+                self._bind_failed(bind, gang, str(exc))
+                return
+            except Exception as exc:  # connection lost: the bind may or may not have happened
+                self.metrics.binding_errors.labels("other").inc()
+                self._bind_failed(bind, gang, repr(exc))
+                return
+            self.metrics.binding_duration.observe(time.perf_counter() - started)
+            self.metrics.pods_bound.inc()
+            log.info("bound", pod=bind.pod, node=bind.node, group=gang.key)
+
+    def _bind_failed(self, bind: Bind, gang: GroupRef, error: str) -> None:
+        """Forget the assumed placement and retry the gang after its backoff."""
+        log.warning("bind failed", pod=bind.pod, node=bind.node, group=gang.key, error=error)
+        self.cache.assumed.pop(bind.pod, None)
+        pod = self.scheduler.cluster.pods.get(bind.pod)
+        if pod is not None and pod.node_name == bind.node and pod.uid == bind.uid:
+            self.scheduler.cluster.forget(pod)
+            self.scheduler.enqueue_pod(pod, time.monotonic())
+        self.scheduler.queue.backoff(gang, time.monotonic())
+
+    # ---------------------------------------------------------------------------- conditions
+    async def _pod_condition(self, cond: SetCondition) -> None:
+        signature = (cond.status, cond.reason, cond.message)
+        if self._written.get(cond.pod) == signature or not self.may_write():
+            return
+        if await self._patch_condition(cond):
+            self._written[cond.pod] = signature
+
+    async def _patch_condition(self, cond: SetCondition) -> bool:
+        body = {
+            "metadata": {"uid": cond.uid},
+            "status": {
+                "conditions": [
+                    {
+                        "type": cond.type,
+                        "status": cond.status,
+                        "reason": cond.reason,
+                        "message": cond.message,
+                        "lastTransitionTime": event_time()[:19] + "Z",
+                    }
+                ]
+            },
+        }
+        try:
+            await self.kube.patch(
+                pod_path(cond.pod, "status"), body, content_type=STRATEGIC_MERGE_PATCH
+            )
+        except KubeError as exc:
+            if not exc.not_found:
+                self.metrics.api_errors.labels("pod_status", str(exc.status)).inc()
+                log.warning("condition not written", pod=cond.pod, type=cond.type, error=str(exc))
+            return False
+        return True
+
+    async def _nominate(self, nominate: Nominate) -> None:
+        if not self.may_write():
+            return
+        body = {"metadata": {"uid": nominate.uid}, "status": {"nominatedNodeName": nominate.node}}
+        try:
+            await self.kube.patch(
+                pod_path(nominate.pod, "status"), body, content_type=STRATEGIC_MERGE_PATCH
+            )
+        except KubeError as exc:
+            if not exc.not_found:
+                self.metrics.api_errors.labels("nominate", str(exc.status)).inc()
+                log.warning("nomination not written", pod=nominate.pod, error=str(exc))
+
+    # ---------------------------------------------------------------------------- preemption
+    async def _preempt(self, steps: list[Decision]) -> None:
+        if not self.may_write():
+            return
+        for step in steps:
+            try:
+                if isinstance(step, SetCondition):
+                    if not await self._patch_condition(step):
+                        return  # no eviction without the condition saying why
+                elif isinstance(step, Evict):
+                    await self.kube.delete(
+                        pod_path(step.pod),
+                        {
+                            "apiVersion": "v1",
+                            "kind": "DeleteOptions",
+                            "preconditions": {"uid": step.uid},
+                        },
+                    )
+                    log.info("preempted", pod=step.pod, preemptor=step.preemptor.key)
+                elif isinstance(step, Event):
+                    await self._event(step)
+            except KubeError as exc:
+                if exc.not_found or exc.conflict:
+                    return  # already gone or replaced: nothing left to preempt
+                self.metrics.api_errors.labels("preempt", str(exc.status)).inc()
+                log.warning("preemption step failed", step=type(step).__name__, error=str(exc))
+                return
+
+    # -------------------------------------------------------------------------------- events
+    async def _event(self, event: Event) -> None:
+        if not self.may_write():
+            return
+        regarding = self._ref(event.regarding_kind, event.regarding)
+        related = self._ref(event.related_kind, event.related) if event.related else None
+        await self.events.post(event, regarding, related)
+
+    def _ref(self, kind: str, key: str) -> ObjectRef:
+        namespace, name = _split(key)
+        if kind == "Pod":
+            pod = self.scheduler.cluster.pods.get(key)
+            return ObjectRef("Pod", namespace, name, "v1", pod.uid if pod else "")
+        for ref, group in self.scheduler.cluster.groups.items():
+            if ref.key == key:
+                api_version = self.api_versions.get(ref.dialect, "v1")
+                return ObjectRef("PodGroup", namespace, name, api_version, group.uid)
+        return ObjectRef(kind, namespace, name, POD_GROUP_API_VERSIONS[Dialect.SIGS])

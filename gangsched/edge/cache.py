@@ -1,0 +1,351 @@
+"""Keeps the core's ClusterState in step with what the informers see.
+
+Raw objects are converted once, on arrival, into the model; the snapshot is updated
+incrementally (a pod bound or gone updates two rows, not the whole matrix). Each change also
+tells the queue whether it may help waiting gangs, as kube-scheduler's queueing hints do: a
+node added or changed, a pod deleted or finished, a PodGroup or member pod changed, a
+PriorityClass or PDB changed.
+
+Placements the scheduler decided are "assumed" until the watch shows the pod bound, so an
+older event that still shows the pod pending cannot free its capacity for another gang.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from gangsched.core.api import (
+    InvalidObject,
+    PriorityResolver,
+    compute_disruptions_allowed,
+    has_reported_disruptions,
+    namespace_from_raw,
+    node_from_raw,
+    pdb_from_raw,
+    pod_from_raw,
+    pod_group_from_raw,
+    priority_class_from_raw,
+)
+from gangsched.core.cluster import ClusterState
+from gangsched.core.model import DisruptionBudget, GroupRef, Pod
+from gangsched.core.scheduler import Scheduler
+from gangsched.edge.kube import JSON
+
+log = structlog.get_logger("gangsched.cache")
+
+
+def _key(obj: JSON) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+@dataclass
+class ClusterCache:
+    scheduler: Scheduler
+    clock: Callable[[], float] = time.monotonic
+    #: Pod key -> node name for binds decided but not yet observed.
+    assumed: dict[str, str] = field(default_factory=dict)
+    #: Raw PDBs, kept to recompute disruptionsAllowed when the API server reports none.
+    raw_budgets: dict[str, JSON] = field(default_factory=dict)
+    #: Objects we could not read, with the problem (reported on the object by the edge).
+    problems: dict[str, str] = field(default_factory=dict)
+    #: Called with (kind, key, message) for an object that cannot be read.
+    on_problem: Callable[[str, str, str], None] | None = None
+    #: Called when something happened that may let a waiting gang schedule.
+    on_change: Callable[[], None] | None = None
+    _priorities: PriorityResolver | None = None
+
+    @property
+    def cluster(self) -> ClusterState:
+        return self.scheduler.cluster
+
+    # ------------------------------------------------------------------------------- helpers
+    def _resolver(self) -> PriorityResolver:
+        # Rebuilt only when the PriorityClasses change, not per event.
+        if self._priorities is None:
+            self._priorities = PriorityResolver(self.cluster.priority_classes.values())
+        return self._priorities
+
+    def _changed(self) -> None:
+        self.scheduler.queue.cluster_changed(self.clock())
+        if self.on_change is not None:
+            self.on_change()
+
+    def _report(self, kind: str, key: str, exc: InvalidObject) -> None:
+        message = "; ".join(str(p) for p in exc.problems)
+        if self.problems.get(f"{kind}/{key}") != message:
+            self.problems[f"{kind}/{key}"] = message
+            log.warning("cannot read object", kind=kind, key=key, problem=message)
+            if self.on_problem is not None:
+                self.on_problem(kind, key, message)
+
+    # ---------------------------------------------------------------------------------- pods
+    def pods(self) -> _Handler:
+        return _Handler(self._replace_pods, self._upsert_pod, self._delete_pod)
+
+    def _replace_pods(self, objects: list[JSON]) -> None:
+        seen = set()
+        for obj in objects:
+            seen.add(_key(obj))
+            self._upsert_pod(obj, notify=False)
+        for key in [k for k in self.cluster.pods if k not in seen]:
+            self._forget_pod(key)
+        self._refresh_budgets()
+        self.scheduler.enqueue_pending(self.clock())
+        self._changed()
+
+    def _upsert_pod(self, obj: JSON, *, notify: bool = True) -> None:
+        key = _key(obj)
+        try:
+            pod = pod_from_raw(obj, priorities=self._resolver())
+        except InvalidObject as exc:
+            self._report("Pod", key, exc)
+            return
+        self.problems.pop(f"Pod/{key}", None)
+        old: Pod | None = self.cluster.pods.get(key)
+        assumed = self.assumed.get(key)
+        if assumed is not None:
+            if pod.node_name is None and not pod.terminating:
+                pod.node_name = assumed  # the bind is in flight: keep its capacity
+            else:
+                self.assumed.pop(key, None)
+        self.cluster.upsert_pod(pod)
+        if not notify:
+            return
+        freed = old is not None and old.holds_resources and not pod.holds_resources
+        if freed or (old is not None and old.terminating != pod.terminating):
+            self._changed()
+        if self.cluster.is_pending(pod):
+            self.scheduler.enqueue_pod(pod, self.clock())
+            if old is None and pod.group is not None:
+                # A new member may complete a gang that was waiting for members.
+                self.scheduler.queue.activate(self.scheduler.unit_key(pod.group))
+        if pod.labels and self.raw_budgets and (old is None or freed):
+            self._refresh_budgets()
+
+    def _delete_pod(self, obj: JSON) -> None:
+        self._forget_pod(_key(obj))
+        self._refresh_budgets()
+        self._changed()
+
+    def _forget_pod(self, key: str) -> None:
+        self.assumed.pop(key, None)
+        pod = self.cluster.delete_pod(key)
+        if pod is not None and pod.group is None and pod.node_name is None:
+            self.scheduler.queue.remove(self.cluster.group_of(pod))
+
+    # --------------------------------------------------------------------------------- nodes
+    def nodes(self) -> _Handler:
+        return _Handler(self._replace_nodes, self._upsert_node, self._delete_node)
+
+    def _replace_nodes(self, objects: list[JSON]) -> None:
+        nodes = []
+        for obj in objects:
+            try:
+                nodes.append(node_from_raw(obj))
+            except InvalidObject as exc:
+                self._report("Node", _key(obj), exc)
+        self.cluster.nodes = {node.name: node for node in nodes}
+        self.cluster.snapshot.set_nodes(nodes)
+        # Pods whose node arrived only now hold resources there.
+        for pod in self.cluster.pods.values():
+            index = self.cluster.snapshot.node_of(pod)
+            if (
+                pod.holds_resources
+                and index is not None
+                and pod.key not in self.cluster.snapshot.node_pods[index]
+            ):
+                self.cluster.snapshot.place(pod, index)
+        self._changed()
+
+    def _upsert_node(self, obj: JSON) -> None:
+        try:
+            node = node_from_raw(obj)
+        except InvalidObject as exc:
+            self._report("Node", _key(obj), exc)
+            return
+        old = self.cluster.nodes.get(node.name)
+        if old is not None and (old.labels, old.allocatable, old.taints, old.unschedulable) == (
+            node.labels,
+            node.allocatable,
+            node.taints,
+            node.unschedulable,
+        ):
+            return  # heartbeat-only update: nothing the scheduler reads changed
+        is_new = old is None
+        self.cluster.upsert_node(node)
+        if is_new:
+            for pod in self.cluster.pods.values():
+                if pod.holds_resources and pod.node_name == node.name:
+                    index = self.cluster.snapshot.index[node.name]
+                    if pod.key not in self.cluster.snapshot.node_pods[index]:
+                        self.cluster.snapshot.place(pod, index)
+        self._changed()
+
+    def _delete_node(self, obj: JSON) -> None:
+        self.cluster.delete_node(_key(obj))
+        self._changed()
+
+    # ---------------------------------------------------------------------------- PodGroups
+    def pod_groups(self) -> _Handler:
+        return _Handler(self._replace_groups, self._upsert_group, self._delete_group)
+
+    def _replace_groups(self, objects: list[JSON]) -> None:
+        if not objects:
+            return
+        api_version = str(objects[0].get("apiVersion", ""))
+        dialect_prefix = api_version.split("/", 1)[0]
+        seen = set()
+        for obj in objects:
+            ref = self._upsert_group(obj, notify=False)
+            if ref is not None:
+                seen.add(ref)
+        for ref in [
+            r for r in self.cluster.groups if r.dialect.value == dialect_prefix and r not in seen
+        ]:
+            self.cluster.delete_group(ref)
+        self.scheduler.enqueue_pending(self.clock())
+        self._changed()
+
+    def _upsert_group(self, obj: JSON, *, notify: bool = True) -> GroupRef | None:
+        try:
+            group = pod_group_from_raw(obj, priorities=self._resolver())
+        except InvalidObject as exc:
+            self._report("PodGroup", _key(obj), exc)
+            return None
+        self.problems.pop(f"PodGroup/{_key(obj)}", None)
+        self.cluster.upsert_group(group)
+        if notify:
+            key = self.scheduler.unit_key(group.ref)
+            self.scheduler.enqueue_pending(self.clock())
+            self.scheduler.queue.activate(key)
+        return group.ref
+
+    def _delete_group(self, obj: JSON) -> None:
+        try:
+            group = pod_group_from_raw(obj, priorities=self._resolver())
+        except InvalidObject:
+            return
+        self.cluster.delete_group(group.ref)
+        self.scheduler.queue.activate(self.scheduler.unit_key(group.ref))
+
+    # ------------------------------------------------------------------ classes and budgets
+    def priority_classes(self) -> _Handler:
+        return _Handler(self._replace_classes, self._upsert_class, self._delete_class)
+
+    def _replace_classes(self, objects: list[JSON]) -> None:
+        classes = {}
+        for obj in objects:
+            try:
+                pc = priority_class_from_raw(obj)
+            except InvalidObject as exc:
+                self._report("PriorityClass", _key(obj), exc)
+                continue
+            classes[pc.name] = pc
+        self.cluster.priority_classes = classes
+        self._priorities = None
+        self._changed()
+
+    def _upsert_class(self, obj: JSON) -> None:
+        try:
+            pc = priority_class_from_raw(obj)
+        except InvalidObject as exc:
+            self._report("PriorityClass", _key(obj), exc)
+            return
+        self.cluster.priority_classes[pc.name] = pc
+        self._priorities = None
+        self._changed()
+
+    def _delete_class(self, obj: JSON) -> None:
+        self.cluster.priority_classes.pop(_key(obj), None)
+        self._priorities = None
+        self._changed()
+
+    def budgets(self) -> _Handler:
+        return _Handler(self._replace_budgets, self._upsert_budget, self._delete_budget)
+
+    def _replace_budgets(self, objects: list[JSON]) -> None:
+        self.raw_budgets = {_key(obj): obj for obj in objects}
+        self._refresh_budgets()
+        self._changed()
+
+    def _upsert_budget(self, obj: JSON) -> None:
+        self.raw_budgets[_key(obj)] = obj
+        self._refresh_budgets()
+        self._changed()
+
+    def _delete_budget(self, obj: JSON) -> None:
+        self.raw_budgets.pop(_key(obj), None)
+        self.cluster.budgets.pop(_key(obj), None)
+        self._changed()
+
+    def _refresh_budgets(self) -> None:
+        """disruptionsAllowed from the status, or computed here when no controller reports it."""
+        budgets: dict[str, DisruptionBudget] = {}
+        for key, raw in self.raw_budgets.items():
+            try:
+                budget = pdb_from_raw(raw)
+                if not has_reported_disruptions(raw):
+                    matching = [
+                        p
+                        for p in self.cluster.pods.values()
+                        if p.namespace == budget.namespace
+                        and p.node_name is not None
+                        and not p.terminating
+                        and not p.is_finished
+                        and budget.selector.matches(p.labels)
+                    ]
+                    budget.disruptions_allowed = compute_disruptions_allowed(
+                        raw, matching_pods=matching
+                    )
+            except InvalidObject as exc:
+                self._report("PodDisruptionBudget", key, exc)
+                continue
+            budgets[key] = budget
+        self.cluster.budgets = budgets
+
+    # ---------------------------------------------------------------------------- namespaces
+    def namespaces(self) -> _Handler:
+        return _Handler(self._replace_namespaces, self._upsert_namespace, self._delete_namespace)
+
+    def _replace_namespaces(self, objects: list[JSON]) -> None:
+        labels = {}
+        for obj in objects:
+            try:
+                name, ns_labels = namespace_from_raw(obj)
+            except InvalidObject:
+                continue
+            labels[name] = ns_labels
+        self.cluster.snapshot.namespace_labels = labels
+
+    def _upsert_namespace(self, obj: JSON) -> None:
+        try:
+            name, ns_labels = namespace_from_raw(obj)
+        except InvalidObject:
+            return
+        self.cluster.snapshot.namespace_labels[name] = ns_labels
+
+    def _delete_namespace(self, obj: JSON) -> None:
+        self.cluster.snapshot.namespace_labels.pop(_key(obj), None)
+
+
+@dataclass
+class _Handler:
+    _replace: Callable[[list[JSON]], None]
+    _upsert: Callable[..., Any]
+    _delete: Callable[[JSON], None]
+
+    def replace(self, objects: list[JSON]) -> None:
+        self._replace(objects)
+
+    def upsert(self, obj: JSON) -> None:
+        self._upsert(obj)
+
+    def delete(self, obj: JSON) -> None:
+        self._delete(obj)

@@ -1,0 +1,152 @@
+"""Prometheus metrics with the names and buckets kube-scheduler's dashboards already use.
+
+Upstream names (subsystem `scheduler`) for what upstream measures, so existing dashboards work
+unchanged; `gangsched_` names for what only we measure (binding latency, informer relists,
+leadership, the cycle's search strategy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.utils import INF
+
+
+def exponential(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)] + [INF]
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        latency = exponential(0.001, 2, 15)
+        self.podgroup_attempts = Counter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "PodGroup scheduling cycles by result.",
+            ["result"],
+            registry=r,
+        )
+        self.podgroup_attempt_duration = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "Duration of a PodGroup scheduling cycle, decision to report, by result.",
+            ["result"],
+            buckets=latency,
+            registry=r,
+        )
+        self.podgroup_algorithm_duration = Histogram(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+            "Duration of the PodGroup placement algorithm alone.",
+            buckets=latency,
+            registry=r,
+        )
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts_total",
+            "Pod scheduling attempts by result.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods",
+            "Pending pods by queue (active, backoff, unschedulable, gated).",
+            ["queue"],
+            registry=r,
+        )
+        self.pending_groups = Gauge(
+            "gangsched_pending_podgroups",
+            "Gangs in the scheduling queue, by queue.",
+            ["queue"],
+            registry=r,
+        )
+        self.waiting_gangs = Gauge(
+            "scheduler_waiting_gang_group_number",
+            "Gangs waiting for members (fewer pods than minMember).",
+            registry=r,
+        )
+        self.sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "From a pod's first attempt to its binding, by attempts.",
+            ["attempts"],
+            buckets=exponential(0.01, 2, 20),
+            registry=r,
+        )
+        self.preemption_attempts = Counter(
+            "scheduler_workload_preemption_attempts_total",
+            "Workload-aware preemption attempts by result.",
+            ["result"],
+            registry=r,
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_workload_preemption_victims",
+            "Victims chosen per preemption.",
+            buckets=exponential(1, 2, 11),
+            registry=r,
+        )
+        self.preemption_duration = Histogram(
+            "scheduler_preemption_evaluation_duration_seconds",
+            "Time to evaluate preemption for a gang.",
+            buckets=latency,
+            registry=r,
+        )
+        self.pdb_violations = Counter(
+            "scheduler_preemption_pdb_violations_total",
+            "Victims whose eviction violated a PodDisruptionBudget.",
+            registry=r,
+        )
+        self.reprieved = Counter(
+            "scheduler_podgroup_preemption_reprieved_total",
+            "Potential victims spared by the reprieve step.",
+            registry=r,
+        )
+        self.binding_duration = Histogram(
+            "gangsched_binding_duration_seconds",
+            "Latency of one pods/binding call.",
+            buckets=latency,
+            registry=r,
+        )
+        self.binding_errors = Counter(
+            "gangsched_binding_errors_total",
+            "Failed binds by cause (conflict, not_found, other).",
+            ["cause"],
+            registry=r,
+        )
+        self.api_errors = Counter(
+            "gangsched_api_errors_total",
+            "Failed writes to the API server by operation and HTTP status.",
+            ["operation", "code"],
+            registry=r,
+        )
+        self.informer_relists = Counter(
+            "gangsched_informer_relists_total",
+            "Relists after a watch expired or failed, by resource.",
+            ["resource"],
+            registry=r,
+        )
+        self.leader = Gauge(
+            "gangsched_leader",
+            "1 while this replica holds the leader lease.",
+            registry=r,
+        )
+        self.cycle_strategy = Counter(
+            "gangsched_cycle_placements_total",
+            "Successful gang placements by the search that found them.",
+            ["strategy"],
+            registry=r,
+        )
+        self.pods_bound = Counter(
+            "gangsched_pods_bound_total",
+            "Pods bound.",
+            registry=r,
+        )
