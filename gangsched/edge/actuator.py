@@ -79,7 +79,9 @@ class Actuator:
             if isinstance(decision, Bind):
                 self.cache.assumed[decision.pod] = decision.node
                 self._spawn(self._bind(decision, report.gang))
-            elif (isinstance(decision, SetCondition) and decision.type == "DisruptionTarget") or isinstance(decision, Evict):
+            elif isinstance(decision, Evict) or (
+                isinstance(decision, SetCondition) and decision.type == "DisruptionTarget"
+            ):
                 victims.setdefault(decision.pod, []).append(decision)
             elif isinstance(decision, Event) and decision.reason == "Preempted":
                 victims.setdefault(decision.regarding, []).append(decision)
