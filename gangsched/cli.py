@@ -46,6 +46,18 @@ def _parser() -> argparse.ArgumentParser:
         choices=["mincost", "kep", "off"],
         help="preemption strategy (default: from config, else mincost)",
     )
+    run = commands.add_parser(
+        "run",
+        help="schedule a live cluster",
+        description=(
+            "Watch Pods, Nodes, PodGroups (every dialect the cluster serves), PriorityClasses "
+            "and PodDisruptionBudgets; schedule pods whose schedulerName is ours, gang by gang; "
+            "write bindings, status, nominations, evictions and events back."
+        ),
+    )
+    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, else $KUBECONFIG)")
+    run.add_argument("--config", metavar="FILE", help="scheduler configuration (YAML)")
+    run.add_argument("--identity", help="this replica's name (default: $POD_NAME or host-pid)")
     return parser
 
 
@@ -53,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "simulate":
         return _simulate(args)
+    if args.command == "run":
+        return _run(args)
     return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands
 
 
@@ -99,6 +113,24 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"gangsched simulate: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     sys.stdout.write(render(result, args.output))
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from gangsched.edge import app, logs
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    logs.configure(config.logFormat)
+    try:
+        asyncio.run(app.run(config=config, kubeconfig=args.kubeconfig, identity=args.identity))
+    except KeyboardInterrupt:
+        return EXIT_OK
     return EXIT_OK
 
 

@@ -1,0 +1,144 @@
+"""Hosts the operator in kopf: start-up and clean-up, health probes, and the PodGroup events
+that drive status writing. The pod and node hot path stays on our own informers: kopf
+handles one object at a time, which is right for PodGroup status and wrong for scheduling.
+
+kopf runs standalone (no KopfPeering objects: leader election is ours, on a Lease) and with
+event-watching handlers only, so it puts no finalizers or annotations on users' PodGroups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from typing import Any
+
+import kopf
+import structlog
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from gangsched.config import Config
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.edge.kube import Kube
+from gangsched.edge.operator import POD_GROUP_GROUPS, Operator
+
+log = structlog.get_logger("gangsched.app")
+
+
+def default_identity() -> str:
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "0.0.0.0", int(port)
+
+
+async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:
+    async def metrics(_: web.Request) -> web.Response:
+        body = generate_latest(operator.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def ready(_: web.Request) -> web.Response:
+        ok = operator.synced.is_set()
+        return web.Response(status=200 if ok else 503, text="ok" if ok else "caches syncing")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/readyz", ready)
+    app.router.add_get("/healthz", lambda _: _ok())
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    host, port = _host_port(address)
+    await web.TCPSite(runner, host, port).start()
+    return runner
+
+
+async def _ok() -> web.Response:
+    return web.Response(text="ok")
+
+
+def build_registry(
+    *, config: Config, kubeconfig: str | None, identity: str, holder: dict[str, Any]
+) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> Any:
+        if kubeconfig is not None or "KUBERNETES_SERVICE_HOST" not in os.environ:
+            return kopf.login_with_kubeconfig(**kwargs)
+        return kopf.login_with_service_account(**kwargs)
+
+    @kopf.on.startup(registry=registry)
+    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # our events go through the deduplicating recorder
+        settings.peering.standalone = True
+        settings.watching.server_timeout = 300
+        kube = await Kube.connect(kubeconfig)
+        preemptor = None
+        if config.preemption.enabled:
+            from gangsched.core.preemption import build_preemptor
+
+            preemptor = build_preemptor(
+                strategy=config.preemption.strategy, scheduler_name=config.schedulerName
+            )
+        operator = Operator(config=config, kube=kube, identity=identity, preemptor=preemptor)
+        holder["operator"] = operator
+        holder["http"] = await _serve_metrics(operator, config.metricsAddress)
+        await operator.start()
+        log.info("started", identity=identity, schedulerName=config.schedulerName)
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(**_: Any) -> None:
+        operator: Operator | None = holder.get("operator")
+        if operator is not None:
+            await operator.stop()
+            await operator.kube.close()
+        runner: web.AppRunner | None = holder.get("http")
+        if runner is not None:
+            await runner.cleanup()
+
+    @kopf.on.probe(id="cachesSynced", registry=registry)
+    def synced(**_: Any) -> bool:
+        operator: Operator | None = holder.get("operator")
+        return operator is not None and operator.synced.is_set()
+
+    for group, dialect in POD_GROUP_GROUPS.items():
+        _register_podgroup_events(registry, group, dialect, holder)
+    return registry
+
+
+def _register_podgroup_events(
+    registry: kopf.OperatorRegistry, group: str, dialect: Dialect, holder: dict[str, Any]
+) -> None:
+    @kopf.on.event(f"podgroups.{group}", registry=registry)
+    def podgroup_event(body: kopf.Body, type: str | None, **_: Any) -> None:  # noqa: A002
+        operator: Operator | None = holder.get("operator")
+        if operator is None or type == "DELETED":
+            return
+        ref = GroupRef(dialect, str(body.metadata.namespace), str(body.metadata.name))
+        operator.status.observed(ref, dict(body.get("status") or {}))
+
+
+async def run(
+    *,
+    config: Config,
+    kubeconfig: str | None,
+    identity: str | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    if kubeconfig is not None:
+        os.environ["KUBECONFIG"] = kubeconfig
+    holder: dict[str, Any] = {}
+    registry = build_registry(
+        config=config, kubeconfig=kubeconfig, identity=identity or default_identity(), holder=holder
+    )
+    host, port = _host_port(config.healthAddress)
+    await kopf.operator(
+        registry=registry,
+        clusterwide=True,
+        standalone=True,
+        liveness_endpoint=f"http://{host}:{port}/healthz",
+        stop_flag=stop,
+    )
