@@ -128,10 +128,11 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     logs.configure(config.logFormat)
     try:
-        asyncio.run(app.run(config=config, kubeconfig=args.kubeconfig, identity=args.identity))
+        return asyncio.run(
+            app.run(config=config, kubeconfig=args.kubeconfig, identity=args.identity)
+        )
     except KeyboardInterrupt:
         return EXIT_OK
-    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from gangsched.config import Config
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.edge.kube import Kube
+from gangsched.edge.leader import LeaderElector, LeadershipLost
 from gangsched.edge.operator import POD_GROUP_GROUPS, Operator
 
 log = structlog.get_logger("gangsched.app")
@@ -86,11 +87,34 @@ def build_registry(
         operator = Operator(config=config, kube=kube, identity=identity, preemptor=preemptor)
         holder["operator"] = operator
         holder["http"] = await _serve_metrics(operator, config.metricsAddress)
+        election = config.leaderElection
+        if election.enabled:
+            elector = LeaderElector(
+                kube=kube,
+                identity=identity,
+                name=election.leaseName,
+                namespace=election.leaseNamespace,
+                lease_seconds=election.leaseDurationSeconds,
+                renew_deadline=election.renewDeadlineSeconds,
+                retry_period=election.retryPeriodSeconds,
+                on_change=operator.on_leadership,
+            )
+            operator.may_write = elector.is_leader
+            holder["elector"] = elector
+            holder["election"] = asyncio.create_task(_elect(elector, holder))
+        else:
+            operator.metrics.leader.set(1)
         await operator.start()
         log.info("started", identity=identity, schedulerName=config.schedulerName)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
+        task: asyncio.Task[None] | None = holder.get("election")
+        if task is not None and not task.done():
+            task.cancel()
+        elector: LeaderElector | None = holder.get("elector")
+        if elector is not None:
+            await elector.release()
         operator: Operator | None = holder.get("operator")
         if operator is not None:
             await operator.stop()
@@ -109,11 +133,21 @@ def build_registry(
     return registry
 
 
+async def _elect(elector: LeaderElector, holder: dict[str, Any]) -> None:
+    try:
+        await elector.run()
+    except LeadershipLost as exc:
+        log.error("leadership lost; exiting to restart clean", error=str(exc))
+        holder["exit_code"] = 1
+        stop: asyncio.Event = holder["stop"]
+        stop.set()
+
+
 def _register_podgroup_events(
     registry: kopf.OperatorRegistry, group: str, dialect: Dialect, holder: dict[str, Any]
 ) -> None:
     @kopf.on.event(f"podgroups.{group}", registry=registry)
-    def podgroup_event(body: kopf.Body, type: str | None, **_: Any) -> None:  # noqa: A002
+    def podgroup_event(body: kopf.Body, type: str | None, **_: Any) -> None:
         operator: Operator | None = holder.get("operator")
         if operator is None or type == "DELETED":
             return
@@ -127,10 +161,12 @@ async def run(
     kubeconfig: str | None,
     identity: str | None = None,
     stop: asyncio.Event | None = None,
-) -> None:
+) -> int:
+    """Run until stopped; the exit code is 1 when leadership was lost."""
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = kubeconfig
-    holder: dict[str, Any] = {}
+    stop = stop or asyncio.Event()
+    holder: dict[str, Any] = {"stop": stop}
     registry = build_registry(
         config=config, kubeconfig=kubeconfig, identity=identity or default_identity(), holder=holder
     )
@@ -142,3 +178,4 @@ async def run(
         liveness_endpoint=f"http://{host}:{port}/healthz",
         stop_flag=stop,
     )
+    return int(holder.get("exit_code", 0))

@@ -85,6 +85,14 @@ class Operator:
         self.synced = asyncio.Event()
         self.stopping = asyncio.Event()
 
+    def on_leadership(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+        if leading:
+            # A new leader starts from what the API server holds: requeue every pending gang.
+            self.scheduler.enqueue_pending(time.monotonic())
+            self.scheduler.queue.cluster_changed(time.monotonic())
+            self.wake.set()
+
     def _may_write(self) -> bool:
         # Indirect on purpose: leader election replaces `may_write` after construction.
         return self.may_write()

@@ -1,0 +1,161 @@
+"""Leader election on a coordination.k8s.io Lease, with kube-scheduler's timings.
+
+Only the leader schedules or writes; followers keep warm caches so a takeover schedules within
+seconds. Expiry is judged by our own clock from when we last saw the lease change (as
+client-go does), never by comparing our clock with the holder's timestamps, so clock skew
+between replicas cannot make two leaders. A leader that cannot renew within the renew
+deadline stops writing at once and reports the loss, and the process exits non-zero to
+restart clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import structlog
+
+from gangsched.edge.kube import JSON, Kube, KubeError
+
+log = structlog.get_logger("gangsched.leader")
+
+
+class LeadershipLost(RuntimeError):
+    """This replica held the lease and lost it: stop writing, exit, restart clean."""
+
+
+def _micro_time() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class LeaderElector:
+    kube: Kube
+    identity: str
+    name: str = "gangsched"
+    namespace: str = "gangsched-system"
+    lease_seconds: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    clock: Callable[[], float] = time.monotonic
+    on_change: Callable[[bool], None] | None = None
+    leading: bool = False
+    _observed: tuple[str, str] = ("", "")  # (holder, renewTime) last seen
+    _observed_at: float = 0.0
+    _renewed_at: float = 0.0
+    became_leader: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def path(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{self.name}"
+
+    def is_leader(self) -> bool:
+        """True only while the lease is ours and was renewed within the renew deadline."""
+        return self.leading and self.clock() - self._renewed_at < self.renew_deadline
+
+    async def run(self) -> None:
+        """Acquire, then renew until lost (raises LeadershipLost) or cancelled."""
+        while not self.leading:
+            if await self._try_acquire_or_renew():
+                self._set_leading(True)
+                break
+            await asyncio.sleep(self.retry_period)
+        while True:
+            await asyncio.sleep(self.retry_period)
+            if await self._try_acquire_or_renew():
+                continue
+            if self.clock() - self._renewed_at >= self.renew_deadline:
+                self._set_leading(False)
+                raise LeadershipLost(f"{self.identity} failed to renew lease {self.name}")
+
+    async def release(self) -> None:
+        """Give the lease up on a clean shutdown so a follower takes over at once."""
+        if not self.leading:
+            return
+        self._set_leading(False)
+        try:
+            lease = await self.kube.get(self.path)
+            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                lease["spec"]["holderIdentity"] = ""
+                lease["spec"]["leaseDurationSeconds"] = 1
+                await self.kube.request("PUT", self.path, body=lease)
+        except KubeError as exc:
+            log.warning("lease not released", error=str(exc))
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading != self.leading:
+            self.leading = leading
+            log.info("leadership", leading=leading, identity=self.identity, lease=self.name)
+            if leading:
+                self.became_leader.set()
+            else:
+                self.became_leader.clear()
+            if self.on_change is not None:
+                self.on_change(leading)
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now = self.clock()
+        try:
+            lease = await self.kube.get(self.path)
+        except KubeError as exc:
+            if not exc.not_found:
+                log.warning("lease read failed", error=str(exc))
+                return False
+            return await self._create()
+        spec = lease.setdefault("spec", {})
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
+        held_by_other = holder and holder != self.identity
+        if held_by_other and now - self._observed_at < duration:
+            return False
+        stamp = _micro_time()
+        if holder != self.identity:
+            spec["acquireTime"] = stamp
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        spec.update(
+            holderIdentity=self.identity,
+            leaseDurationSeconds=int(self.lease_seconds),
+            renewTime=stamp,
+        )
+        try:
+            # PUT with the read resourceVersion: a concurrent writer makes this a 409.
+            await self.kube.request("PUT", self.path, body=lease)
+        except KubeError as exc:
+            if not exc.conflict:
+                log.warning("lease update failed", error=str(exc))
+            return False
+        self._renewed_at = now
+        self._observed = (self.identity, stamp)
+        self._observed_at = now
+        return True
+
+    async def _create(self) -> bool:
+        stamp = _micro_time()
+        body: JSON = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.lease_seconds),
+                "acquireTime": stamp,
+                "renewTime": stamp,
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            await self.kube.post(
+                f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases", body
+            )
+        except KubeError as exc:
+            if not exc.conflict:
+                log.warning("lease create failed", error=str(exc))
+            return False
+        self._renewed_at = self.clock()
+        return True
