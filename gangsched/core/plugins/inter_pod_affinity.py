@@ -196,18 +196,28 @@ def _incoming(pod: Pod, snap: Snapshot) -> tuple[BoolVector, BoolVector]:
 
 
 def _existing(pod: Pod, snap: Snapshot) -> BoolVector:
-    """Per node: no placed pod's required anti-affinity term forbids the pod there."""
+    """Per node: no placed pod's required anti-affinity term forbids the pod there.
+
+    Replicas of one workload carry identical terms, so each distinct (namespace, term) is
+    matched against the pod once; the per-pod work left is a dict lookup.
+    """
     labels = snap.namespace_labels.get(pod.namespace, {})
+    verdict: dict[tuple[str, PodAffinityTerm], bool] = {}
     forbidden: dict[str, set[int]] = {}
     for other, node in snap.anti_affinity_pods.values():
         if other is pod:
             continue
         for term in other.anti_affinity:
-            if term_matches(term, other.namespace, pod, labels):
+            key = (other.namespace, term)
+            matches = verdict.get(key)
+            if matches is None:
+                matches = verdict[key] = term_matches(term, other.namespace, pod, labels)
+            if matches:
                 domain = int(domains(snap, term.topology_key).ids[node])
                 if domain >= 0:
                     forbidden.setdefault(term.topology_key, set()).add(domain)
     ok: BoolVector = np.ones(len(snap), dtype=np.bool_)
-    for key, ids in forbidden.items():
-        ok &= ~np.isin(domains(snap, key).ids, np.fromiter(ids, dtype=np.int64, count=len(ids)))
+    for topology_key, ids in forbidden.items():
+        blocked = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        ok &= ~np.isin(domains(snap, topology_key).ids, blocked)
     return ok

@@ -543,7 +543,7 @@ def _reference_scores(pod: Pod, snap: Snapshot, candidates: list[int]) -> list[f
     ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_scenarios())
 def test_score_matches_upstream_reference(scenario: tuple[Pod, Snapshot]) -> None:
     pod, snap = scenario
