@@ -1,0 +1,159 @@
+"""The cache feeder: raw objects in, ClusterState and queue updates out (no API server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.edge.cache import ClusterCache
+
+
+def raw_node(name: str, cpu: str = "4") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def raw_pod(
+    name: str,
+    *,
+    cpu: str = "1",
+    node: str | None = None,
+    group: str | None = None,
+    scheduler: str = "gangsched",
+    **meta: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    labels = {"pod-group.scheduling.sigs.k8s.io": group} if group else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"u-{name}",
+            "labels": labels,
+            **meta,
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def raw_group(name: str, min_member: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "uid": f"g-{name}"},
+        "spec": {"minMember": min_member},
+    }
+
+
+def make() -> tuple[ClusterCache, Scheduler]:
+    scheduler = Scheduler(ClusterState(scheduler_name="gangsched"))
+    return ClusterCache(scheduler, clock=lambda: 0.0), scheduler
+
+
+def test_relist_builds_state_and_queues_pending_gangs() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1"), raw_node("n2")])
+    cache.pod_groups().replace([raw_group("g", 2)])
+    cache.pods().replace(
+        [
+            raw_pod("g-0", group="g"),
+            raw_pod("g-1", group="g"),
+            raw_pod("other", node="n1", scheduler="default-scheduler"),
+        ]
+    )
+    assert set(scheduler.cluster.nodes) == {"n1", "n2"}
+    assert len(scheduler.queue) == 1
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == SCHEDULED
+    assert len(report.bound) == 2
+
+
+def test_relist_forgets_pods_deleted_while_disconnected() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    cache.pods().replace([raw_pod("a", node="n1"), raw_pod("b", node="n1")])
+    assert int(scheduler.cluster.snapshot.requested[0, 0]) == 2000
+    cache.pods().replace([raw_pod("a", node="n1")])
+    assert set(scheduler.cluster.pods) == {"default/a"}
+    assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
+
+
+def test_assumed_bind_survives_a_stale_pending_event() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1", cpu="1")])
+    cache.pods().replace([raw_pod("a"), raw_pod("b")])
+    report = scheduler.step(0.0)
+    assert report is not None and len(report.bound) == 1
+    placed = report.bound[0]
+    cache.assumed[placed.pod] = placed.node
+    # The watch still shows the pod pending (the binding is in flight): capacity stays taken.
+    cache.pods().upsert(raw_pod(placed.pod.split("/")[1]))
+    assert scheduler.cluster.pods[placed.pod].node_name == "n1"
+    assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
+    # Once the pod shows up bound, the assumption is dropped.
+    cache.pods().upsert(raw_pod(placed.pod.split("/")[1], node="n1"))
+    assert placed.pod not in cache.assumed
+    assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
+
+
+def test_deleting_a_bound_pod_frees_capacity_and_wakes_unschedulable_gangs() -> None:
+    woken: list[bool] = []
+    cache, scheduler = make()
+    cache.on_change = lambda: woken.append(True)
+    cache.nodes().replace([raw_node("n1", cpu="1")])
+    cache.pods().replace(
+        [raw_pod("busy", node="n1", scheduler="default-scheduler"), raw_pod("wants")]
+    )
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == "unschedulable"
+    assert scheduler.queue.counts()["unschedulable"] == 1
+    woken.clear()
+    cache.pods().delete(raw_pod("busy", node="n1"))
+    assert woken
+    assert scheduler.queue.counts()["unschedulable"] == 0
+    report = scheduler.step(100.0)
+    assert report is not None and report.result == SCHEDULED
+
+
+def test_unreadable_pod_is_reported_not_crashing() -> None:
+    problems: list[tuple[str, str, str]] = []
+    cache, scheduler = make()
+    cache.on_problem = lambda kind, key, message: problems.append((kind, key, message))
+    bad = raw_pod("bad")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    cache.pods().upsert(bad)
+    assert "default/bad" not in scheduler.cluster.pods
+    assert problems and problems[0][0] == "Pod" and "cpu" in problems[0][2]
+
+
+def test_pdb_without_status_gets_computed_disruptions() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    pods = [raw_pod(f"p{i}", node="n1", scheduler="default-scheduler") for i in range(3)]
+    for p in pods:
+        p["metadata"]["labels"] = {"app": "db"}
+    cache.pods().replace(pods)
+    cache.budgets().replace(
+        [
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "db", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
+            }
+        ]
+    )
+    assert scheduler.cluster.budgets["default/db"].disruptions_allowed == 1
