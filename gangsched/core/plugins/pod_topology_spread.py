@@ -35,8 +35,6 @@ MISSING_LABEL_REASON = (
 )
 
 _PASS, _MISSING_LABEL, _SKEW = 0, 1, 2
-#: Domain maps depend on node labels only; one cache entry per topology key serves every pod.
-_ANY_POD = NodeConstraints()
 
 
 # ---------------------------------------------------------------------- shared topology helpers
@@ -74,7 +72,8 @@ class Domains:
 
 
 def domains(snap: Snapshot, key: str) -> Domains:
-    """The (cached) domains of topology key `key`; recomputed only when node labels change."""
+    """The domains of topology key `key`. They depend on node labels only, so one cache
+    entry per key serves every pod until the nodes change."""
 
     def compute() -> Domains:
         labels = [node.labels.get(key) for node in snap.nodes]
@@ -88,7 +87,7 @@ def domains(snap: Snapshot, key: str) -> Domains:
         ids.flags.writeable = False
         return Domains(values, ids)
 
-    result: Domains = snap.cached_mask(f"topology:{key}", _ANY_POD, compute)
+    result: Domains = snap.cached_mask("topology", key, compute)
     return result
 
 
@@ -116,7 +115,7 @@ def memo_get(ctx: PodContext, snap: Snapshot, name: str) -> npt.NDArray[np.int8]
     journal position, node generation) detects the changes a scheduling cycle makes between
     calls; untracked cache updates do not happen between a filter and its explanations.
     """
-    entry = ctx.extra.get(name)
+    entry = ctx.extra.get((name, "verdicts"))
     if not isinstance(entry, tuple):
         return None
     token, verdicts = entry
@@ -127,7 +126,7 @@ def memo_get(ctx: PodContext, snap: Snapshot, name: str) -> npt.NDArray[np.int8]
 
 
 def memo_put(ctx: PodContext, snap: Snapshot, name: str, verdicts: npt.NDArray[np.int8]) -> None:
-    ctx.extra[name] = (_token(snap), verdicts)
+    ctx.extra[(name, "verdicts")] = (_token(snap), verdicts)
 
 
 def _token(snap: Snapshot) -> tuple[int, int, int]:
@@ -153,7 +152,7 @@ def _eligible(c: TopologySpreadConstraint, pod: Pod, snap: Snapshot) -> BoolVect
         tolerations = pc.tolerations
         mask = mask & snap.cached_mask(
             "PodTopologySpread/taints",
-            NodeConstraints(tolerations=tolerations),
+            tolerations,
             lambda: np.fromiter(
                 (first_untolerated(node, tolerations) is None for node in snap.nodes),
                 dtype=np.bool_,

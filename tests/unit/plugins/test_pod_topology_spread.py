@@ -562,3 +562,20 @@ def test_score_matches_upstream_reference(scenario: tuple[Pod, Snapshot]) -> Non
     ]
     got = plugin.score(ctx, snap, np.array(candidates, dtype=np.intp)).tolist()
     assert got == pytest.approx(_reference_scores(pod, snap, candidates))
+
+
+def test_explain_follows_the_snapshot_not_a_stale_filter() -> None:
+    snap = snapshot(default_nodes())
+    pod = incoming(spread())
+    plugin = PodTopologySpread()
+    ctx = context(pod, snap)
+    assert plugin.filter(ctx, snap, np.ones(len(snap), dtype=np.bool_)).tolist() == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    snap.assume(make_pod("w", labels={"app": "web"}), snap.index["n3"])
+    assert plugin.explain(ctx, snap, snap.index["n3"]) == [SKEW]
+    # A fresh context (no filter before) explains on its own too.
+    assert plugin.explain(context(pod, snap), snap, snap.index["n1"]) == []
