@@ -75,7 +75,9 @@ class Framework:
 
     def context(self, pod: Pod, snap: Snapshot) -> PodContext:
         return PodContext(
-            pod=pod, request=snap.vector(pod), reserved=snap.reserved(pod.priority, pod.group)
+            pod=pod,
+            request=snap.vector(pod),
+            reserved=snap.reserved(pod.priority, pod.group, pod.key),
         )
 
     def feasible(self, ctx: PodContext, snap: Snapshot) -> BoolVector:

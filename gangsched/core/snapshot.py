@@ -190,16 +190,24 @@ class Snapshot:
             self._mask_cache[key] = value
         return value
 
-    def reserved(self, priority: int, group: GroupRef | None) -> IntMatrix | None:
+    def reserved(
+        self, priority: int, group: GroupRef | None, exclude: str | None = None
+    ) -> IntMatrix | None:
         """Capacity held for nominated pods of at least `priority` from other groups.
 
         A pod being scheduled must fit beside these, so capacity freed by preemption is not
-        taken by lower-priority pods while the victims terminate.
+        taken by lower-priority pods while the victims terminate. `exclude` is the pod being
+        scheduled (a lone pod has no group to exclude itself by), and nominated pods already
+        assumed on their node in this cycle hold their capacity there and are not counted
+        twice (members of one GangGroup nominated by the same preemption).
         """
         rows = [
             res
             for res in self.nominated.values()
-            if res.pod.priority >= priority and (group is None or res.pod.group != group)
+            if res.pod.priority >= priority
+            and (group is None or res.pod.group != group)
+            and res.pod.key != exclude
+            and res.pod.key not in self.node_pods[res.node]
         ]
         if not rows:
             return None
