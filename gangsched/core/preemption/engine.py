@@ -29,7 +29,7 @@ import numpy as np
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleResult, Gang, GangPlacer
-from gangsched.core.framework import Framework
+from gangsched.core.framework import Framework, IndexVector
 from gangsched.core.model import Pod
 from gangsched.core.preemption.cost import Cost, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
@@ -54,6 +54,9 @@ class PreemptionConfig:
     #: Full placement runs the fallback reprieve may spend when a verified set must be built
     #: one victim at a time.
     verify_budget: int = 64
+    #: Backtracking budget of exploratory placement runs (mincost's probes), which are
+    #: expected to fail often; verification always uses the scheduler's own cycle config.
+    probe_search_budget: int = 64
 
 
 @dataclass(slots=True)
@@ -89,15 +92,24 @@ def _needs_filters(pod: Pod) -> bool:
     return bool(pod.host_ports or pod.affinity or pod.anti_affinity or pod.spread)
 
 
+Mark = tuple[int, int]
+
+
 @dataclass(slots=True)
 class Problem:
-    """One preemption attempt: the gang, its potential victims and the dry-run helpers."""
+    """One preemption attempt: the gang, its potential victims and the dry-run helpers.
+
+    Victims are also kept as "rows", one per (unit, node) with the unit's summed request on
+    that node, in NumPy arrays: removing any set of units, the per-node searches and the
+    capacity checks are then array operations instead of per-pod Python work.
+    """
 
     gang: Gang
     failed: CycleResult
     cluster: ClusterState
     framework: Framework
     placer: GangPlacer
+    probe_placer: GangPlacer
     priority: int
     units: list[VictimUnit]
     budgets: BudgetIndex
@@ -113,7 +125,15 @@ class Problem:
     violating: frozenset[int] = field(init=False)
     #: Members the cycle placed with every potential victim gone (the most any set can do).
     target: int = 0
+    #: The placement of that run (every potential victim gone), once known.
+    all_removed: list[tuple[Pod, int]] | None = None
+    row_node: IndexVector = field(init=False)
+    row_unit: IndexVector = field(init=False)
+    row_vec: IntMatrix = field(init=False)
+    #: Rows of unit u are row_start[u]:row_start[u + 1].
+    row_start: IndexVector = field(init=False)
     _verified: dict[frozenset[int], Candidate | None] = field(default_factory=dict)
+    _undo: list[IndexVector] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.snap = self.cluster.snapshot
@@ -130,30 +150,96 @@ class Problem:
         self.static_framework = Framework(
             filters=[f for f in self.framework.filters if f.name != RESOURCES_FIT], scores=[]
         )
-        ordered = sorted(self.units, key=lambda u: importance_key(u, frozenset()))
-        self.violating = self.budgets.violating_units(ordered)
+        if self.budgets:
+            ordered = sorted(self.units, key=lambda u: importance_key(u, frozenset()))
+            self.violating = self.budgets.violating_units(ordered)
+        else:
+            self.violating = frozenset()
+        self._build_rows()
+
+    def _build_rows(self) -> None:
+        snap = self.snap
+        vectors: dict[tuple[tuple[str, int], ...], IntVector] = {}
+        nodes: list[int] = []
+        owners: list[int] = []
+        vecs: list[IntVector] = []
+        starts: list[int] = []
+        for unit in self.units:
+            starts.append(len(nodes))
+            per_node: dict[int, IntVector] = {}
+            for pod, node in unit.placed:
+                key = tuple(pod.requests.items())
+                vec = vectors.get(key)
+                if vec is None:
+                    vec = vectors[key] = snap.vector(pod)
+                prev = per_node.get(node)
+                per_node[node] = vec if prev is None else prev + vec
+            for node, vec in per_node.items():
+                nodes.append(node)
+                owners.append(unit.index)
+                vecs.append(vec)
+        starts.append(len(nodes))
+        self.row_node = np.array(nodes, dtype=np.intp)
+        self.row_unit = np.array(owners, dtype=np.intp)
+        width = len(snap.columns)
+        self.row_vec = np.stack(vecs) if vecs else np.zeros((0, width), dtype=np.int64)
+        self.row_start = np.array(starts, dtype=np.intp)
 
     @property
     def potential_pods(self) -> int:
         return sum(unit.size for unit in self.units)
 
+    def unit_rows(self, unit: VictimUnit) -> range:
+        return range(int(self.row_start[unit.index]), int(self.row_start[unit.index + 1]))
+
+    def rows_of(self, units: Sequence[VictimUnit]) -> IndexVector:
+        if len(units) == len(self.units):
+            return np.arange(len(self.row_node), dtype=np.intp)
+        chosen = np.zeros(len(self.units), dtype=np.bool_)
+        chosen[[unit.index for unit in units]] = True
+        rows: IndexVector = np.flatnonzero(chosen[self.row_unit])
+        return rows
+
     # ------------------------------------------------------------------ snapshot changes
-    def remove(self, units: Iterable[VictimUnit]) -> None:
-        """Take the units' pods off their nodes (journaled; roll back to undo)."""
+    def mark(self) -> Mark:
+        return (self.snap.checkpoint(), len(self._undo))
+
+    def rollback(self, mark: Mark) -> None:
+        """Undo everything since `mark`: journaled changes and capacity-only removals."""
+        self.snap.rollback(mark[0])
+        while len(self._undo) > mark[1]:
+            rows = self._undo.pop()
+            np.add.at(self.snap.requested, self.row_node[rows], self.row_vec[rows])
+
+    def remove(self, units: Sequence[VictimUnit]) -> None:
+        """Take the units' pods away (undo with `rollback`).
+
+        In the fast path only their capacity is released, in one array operation, which is
+        all any filter or score the preemptor's pods run can observe; otherwise each pod
+        leaves its node through the snapshot journal, so affinity and ports see it gone.
+        """
+        if not units:
+            return
+        if self.fast:
+            rows = self.rows_of(units)
+            np.subtract.at(self.snap.requested, self.row_node[rows], self.row_vec[rows])
+            self._undo.append(rows)
+            return
         snap = self.snap
         for unit in units:
             for pod, node in unit.placed:
                 snap.remove_at(pod, node)
 
     def restore(self, units: Iterable[VictimUnit]) -> None:
-        """Put removed units back (journaled as assumptions, so a rollback removes them)."""
+        """Put removed units back (slow path only: journaled as assumptions)."""
         snap = self.snap
         for unit in units:
             for pod, node in unit.placed:
                 snap.assume(pod, node)
 
-    def place(self) -> CycleResult:
-        return self.placer.place(self.gang, self.snap)
+    def place(self, *, probe: bool = False) -> CycleResult:
+        placer = self.probe_placer if probe else self.placer
+        return placer.place(self.gang, self.snap)
 
     def may_fit(self) -> bool:
         """Cheap necessary condition before a placement run: the free capacity summed over
@@ -171,31 +257,35 @@ class Problem:
         return bool(np.all(need <= total_free))
 
     # ---------------------------------------------------------------------- verification
+    def remember(self, units: Sequence[VictimUnit], placements: list[tuple[Pod, int]]) -> None:
+        """Record a successful run of the real cycle without `units` as their verification
+        (the run is deterministic, so repeating it would find the same placement)."""
+        key = frozenset(unit.index for unit in units)
+        if key not in self._verified:
+            ordered = sorted(units, key=lambda u: u.index)
+            unplaced = len(self.gang.pending) - len(placements)
+            cost = victim_cost(ordered, unplaced, self.budgets)
+            self._verified[key] = Candidate("", ordered, list(placements), cost, 0)
+
     def verify(self, units: Sequence[VictimUnit], name: str, potential: int) -> Candidate | None:
         """Run the real cycle without `units`; a Candidate if it succeeds (cached per set)."""
         key = frozenset(unit.index for unit in units)
-        if key in self._verified:
-            cached = self._verified[key]
-            if cached is None:
-                return None
-            return Candidate(name, cached.units, cached.placements, cached.cost, potential)
-        snap = self.snap
-        mark = snap.checkpoint()
-        try:
-            self.remove(units)
-            result = self.place()
-            placements = list(result.placements) if result.code is Code.SUCCESS else None
-        finally:
-            snap.rollback(mark)
-        if placements is None:
-            self._verified[key] = None
+        if key not in self._verified:
+            mark = self.mark()
+            try:
+                self.remove(units)
+                result = self.place()
+                placements = list(result.placements) if result.code is Code.SUCCESS else None
+            finally:
+                self.rollback(mark)
+            if placements is None:
+                self._verified[key] = None
+            else:
+                self.remember(units, placements)
+        cached = self._verified[key]
+        if cached is None:
             return None
-        ordered = sorted(units, key=lambda u: u.index)
-        unplaced = len(self.gang.pending) - len(placements)
-        cost = victim_cost(ordered, unplaced, self.budgets)
-        candidate = Candidate(name, ordered, placements, cost, potential)
-        self._verified[key] = candidate
-        return candidate
+        return Candidate(name, cached.units, cached.placements, cached.cost, potential)
 
     # -------------------------------------------------------------------------- reprieve
     def reprieve(
@@ -209,46 +299,60 @@ class Problem:
         """
         if self.fast:
             return self._reprieve_fast(victims, placement, key)
-        mark = self.snap.checkpoint()
+        mark = self.mark()
         try:
             return self._reprieve_slow(victims, placement, key)
         finally:
-            self.snap.rollback(mark)
+            self.rollback(mark)
 
     def _reprieve_fast(
         self, victims: Sequence[VictimUnit], placement: Sequence[tuple[Pod, int]], key: UnitKey
     ) -> list[VictimUnit]:
+        """Only victims on nodes holding placed preemptor pods can break the placement, and
+        only through the columns those pods request: everything else is spared at once."""
         snap = self.snap
         cols: dict[int, IntVector] = {}
         for pod, node in placement:
             want = np.flatnonzero(snap.vector(pod))
             have = cols.get(node)
             cols[node] = want if have is None else np.union1d(have, want)
-        slack: dict[int, IntVector] = {}
+        slack: dict[int, list[int]] = {}
         for node, c in cols.items():
             free = snap.allocatable[node, c] - snap.requested[node, c]
             if self.reserved is not None:
                 free = free - self.reserved[node, c]
-            slack[node] = free
+            slack[node] = free.tolist()
+        if not slack:
+            return []
+        on_member = np.zeros(len(snap), dtype=np.bool_)
+        on_member[list(slack)] = True
+        rows = self.rows_of(victims)
+        touching = np.unique(self.row_unit[rows[on_member[self.row_node[rows]]]])
         kept: list[VictimUnit] = []
-        for unit in sorted(victims, key=key):
-            need: dict[int, IntVector] = {}
-            for pod, node in unit.placed:
-                if node in slack:
-                    vec = snap.vector(pod)[cols[node]]
-                    prev = need.get(node)
-                    need[node] = vec if prev is None else prev + vec
-            if all(bool(np.all(slack[node] >= vec)) for node, vec in need.items()):
-                for node, vec in need.items():
-                    slack[node] = slack[node] - vec
-            else:
+        for unit in sorted((self.units[int(u)] for u in touching), key=key):
+            need: list[tuple[list[int], list[int]]] = []
+            fits = True
+            for row in self.unit_rows(unit):
+                node = int(self.row_node[row])
+                room = slack.get(node)
+                if room is None:
+                    continue
+                ask: list[int] = self.row_vec[row, cols[node]].tolist()
+                if any(w > r for w, r in zip(ask, room, strict=True)):
+                    fits = False
+                    break
+                need.append((room, ask))
+            if not fits:
                 kept.append(unit)
+                continue
+            for room, ask in need:
+                for i, w in enumerate(ask):
+                    room[i] -= w
         return kept
 
     def _reprieve_slow(
         self, victims: Sequence[VictimUnit], placement: Sequence[tuple[Pod, int]], key: UnitKey
     ) -> list[VictimUnit]:
-        snap = self.snap
         budget = self.config.slow_reprieve_budget
         kept: list[VictimUnit] = []
         for unit in sorted(victims, key=key):
@@ -256,10 +360,10 @@ class Problem:
                 kept.append(unit)
                 continue
             budget -= max(1, len(placement))
-            mark = snap.checkpoint()
+            mark = self.mark()
             self.restore([unit])
             if not self.holds(placement):
-                snap.rollback(mark)
+                self.rollback(mark)
                 kept.append(unit)
         return kept
 

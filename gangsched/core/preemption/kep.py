@@ -46,9 +46,9 @@ def kep_lone_pod(problem: Problem) -> Candidate | None:
 
 
 def kep_gang(problem: Problem) -> Candidate | CannotHelp:
-    snap = problem.snap
     units = problem.units
-    mark = snap.checkpoint()
+    violating = problem.violating
+    mark = problem.mark()
     try:
         problem.remove(units)
         result = problem.place()
@@ -56,10 +56,11 @@ def kep_gang(problem: Problem) -> Candidate | CannotHelp:
             return CannotHelp(failure_reason(result))
         placement = list(result.placements)
         problem.target = len(placement)
-        violating = problem.violating
+        problem.all_removed = placement
+        problem.remember(units, placement)
         kept = problem.reprieve(units, placement, lambda u: importance_key(u, violating))
     finally:
-        snap.rollback(mark)
+        problem.rollback(mark)
     candidate = problem.verify(kept, "kep", problem.potential_pods)
     if candidate is None:
         candidate = problem.reprieve_verified(

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gangsched.core.framework import IndexVector
 from gangsched.core.model import Pod
 from gangsched.core.preemption.engine import Problem
 from gangsched.core.preemption.victims import VictimUnit, importance_key
-from gangsched.core.snapshot import IntVector
 
 KeyFactory = Callable[[frozenset[int]], Callable[[VictimUnit], tuple[object, ...]]]
 
@@ -50,47 +50,53 @@ def node_options(problem: Problem, key_factory: KeyFactory) -> list[NodeOption]:
     """For every candidate node, the victims left after reprieving in `key_factory` order."""
     snap = problem.snap
     pod = problem.gang.pending[0]
-    on_node: dict[int, list[VictimUnit]] = {}
-    for unit in problem.units:
-        for node in unit.nodes:
-            on_node.setdefault(node, []).append(unit)
-    candidates = sorted(on_node)
+    if not len(problem.row_node):
+        return []
+    by_node = np.argsort(problem.row_node, kind="stable")
+    sorted_nodes = problem.row_node[by_node]
+    has_rows = np.zeros(len(snap), dtype=np.bool_)
+    has_rows[problem.row_node] = True
     failed = problem.failed
     if failed.failed_pod is pod and failed.diagnosis is not None:
-        resolvable = failed.diagnosis.resolvable
-        candidates = [node for node in candidates if resolvable[node]]
-    if not candidates:
-        return []
+        has_rows &= failed.diagnosis.resolvable
+
+    def rows_on(node: int) -> IndexVector:
+        lo, hi = np.searchsorted(sorted_nodes, [node, node + 1])
+        rows: IndexVector = by_node[lo:hi]
+        return rows
+
     ctx = problem.framework.context(pod, snap)
     options: list[NodeOption] = []
     if problem.fast:
-        static = problem.static_framework.feasible(ctx, snap)
         cols = np.flatnonzero(ctx.request)
-        request = ctx.request[cols]
-        for node in candidates:
-            if not static[node]:
-                continue
-            units = on_node[node]
-            need = [(unit, _on_node(problem, unit, node, cols)) for unit in units]
-            slack = snap.allocatable[node, cols] - snap.requested[node, cols] - request
-            if problem.reserved is not None:
-                slack = slack - problem.reserved[node, cols]
-            for _, vec in need:
-                slack = slack + vec
-            if not np.all(slack >= 0):
-                continue  # even without every victim the pod does not fit here
+        freed = np.zeros((len(snap), len(cols)), dtype=np.int64)
+        np.add.at(freed, problem.row_node, problem.row_vec[:, cols])
+        slack_all = snap.allocatable[:, cols] - snap.requested[:, cols] - ctx.request[cols]
+        if problem.reserved is not None:
+            slack_all = slack_all - problem.reserved[:, cols]
+        slack_all = slack_all + freed
+        # Nodes that fit once every victim on them is gone (and pass every other filter).
+        candidates = has_rows & np.all(slack_all >= 0, axis=1)
+        if candidates.any():
+            candidates &= problem.static_framework.feasible(ctx, snap)
+        for node in np.flatnonzero(candidates).tolist():
+            rows = rows_on(node)
+            units = [problem.units[int(u)] for u in problem.row_unit[rows]]
+            need = problem.row_vec[rows][:, cols].tolist()
+            slack = slack_all[node].tolist()
             key = key_factory(_node_violating(problem, units))
             kept: list[VictimUnit] = []
-            for unit, vec in sorted(need, key=lambda item: key(item[0])):
-                if np.all(slack >= vec):
-                    slack = slack - vec
+            for i in sorted(range(len(units)), key=lambda i: key(units[i])):
+                want = need[i]
+                if all(w <= r for w, r in zip(want, slack, strict=True)):
+                    slack = [r - w for w, r in zip(want, slack, strict=True)]
                 else:
-                    kept.append(unit)
+                    kept.append(units[i])
             options.append(NodeOption(node, kept, sum(unit.size for unit in units)))
         return options
     framework = problem.framework
-    for node in candidates[: problem.config.max_slow_nodes]:
-        units = on_node[node]
+    for node in np.flatnonzero(has_rows)[: problem.config.max_slow_nodes].tolist():
+        units = [problem.units[int(u)] for u in problem.row_unit[rows_on(node)]]
         mark = snap.checkpoint()
         try:
             for unit in units:
@@ -133,14 +139,6 @@ def upstream_rank(problem: Problem, option: NodeOption) -> tuple[object, ...]:
         -earliest,
         problem.snap.nodes[option.node].name,
     )
-
-
-def _on_node(problem: Problem, unit: VictimUnit, node: int, cols: IntVector) -> IntVector:
-    total = np.zeros(len(cols), dtype=np.int64)
-    for pod, where in unit.placed:
-        if where == node:
-            total += problem.snap.vector(pod)[cols]
-    return total
 
 
 def _node_violating(problem: Problem, units: list[VictimUnit]) -> frozenset[int]:

@@ -24,7 +24,6 @@ Candidates, each verified by the real cycle before it is costed:
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import groupby
 
 import numpy as np
 
@@ -34,7 +33,7 @@ from gangsched.core.preemption.cost import victim_cost
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.kep import is_lone_pod, kep_search
 from gangsched.core.preemption.lone_pod import node_options
-from gangsched.core.preemption.victims import VictimUnit, cheapest_key, costliest_key
+from gangsched.core.preemption.victims import VictimUnit, costliest_key
 from gangsched.core.snapshot import IntVector, Snapshot
 from gangsched.core.status import Code
 
@@ -81,36 +80,55 @@ def lone_pod_cheapest(problem: Problem) -> Candidate | None:
 
 # ----------------------------------------------------------------------------------- staged
 def staged(problem: Problem) -> Candidate | None:
-    snap = problem.snap
+    """Cumulative stages of victims, cheapest first; the smallest prefix of stages with
+    which the cycle places as many members as with every victim gone is found by binary
+    search (probes use a small backtracking budget since most are meant to fail)."""
     violating = problem.violating
-    ordered = sorted(problem.units, key=lambda u: cheapest_key(u, violating))
-    stages = [
-        list(group)
-        for _, group in groupby(
-            ordered, key=lambda u: (u.index in violating, u.priority, u.is_group)
-        )
-    ]
-    mark = snap.checkpoint()
-    try:
-        removed: list[VictimUnit] = []
-        placement: list[tuple[Pod, int]] | None = None
-        for stage in stages:
-            problem.remove(stage)
-            removed.extend(stage)
-            if not problem.may_fit():
-                continue
-            step = snap.checkpoint()
-            result = problem.place()
-            if result.code is Code.SUCCESS and len(result.placements) >= problem.target:
+    buckets: dict[tuple[bool, int, bool], list[VictimUnit]] = {}
+    for unit in problem.units:
+        buckets.setdefault((unit.index in violating, unit.priority, unit.is_group), []).append(unit)
+    stages = [buckets[key] for key in sorted(buckets)]
+    prefixes: list[list[VictimUnit]] = []
+    removed: list[VictimUnit] = []
+    for stage in stages:
+        removed = [*removed, *stage]
+        prefixes.append(removed)
+    found: dict[int, list[VictimUnit]] = {}
+
+    def attempt(k: int) -> bool:
+        last = k == len(prefixes) - 1
+        if last and problem.all_removed is None:
+            return False
+        mark = problem.mark()
+        try:
+            problem.remove(prefixes[k])
+            if last:
+                assert problem.all_removed is not None
+                placement = problem.all_removed  # the same run kep already made
+                for pod, node in placement:
+                    problem.snap.assume(pod, node)
+            else:
+                if not problem.may_fit():
+                    return False
+                result = problem.place(probe=True)
+                if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
+                    return False
                 placement = list(result.placements)
-                break
-            snap.rollback(step)
-        if placement is None:
-            return None
-        kept = problem.reprieve(removed, placement, _costliest(problem))
-    finally:
-        snap.rollback(mark)
-    return problem.verify(kept, "mincost/staged", problem.potential_pods)
+            found[k] = problem.reprieve(prefixes[k], placement, _costliest(problem))
+            return True
+        finally:
+            problem.rollback(mark)
+
+    lo, hi = 0, len(prefixes) - 1
+    if not attempt(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if attempt(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return problem.verify(found[hi], "mincost/staged", problem.potential_pods)
 
 
 # ----------------------------------------------------------------------------------- greedy
@@ -123,59 +141,41 @@ def greedy(problem: Problem) -> Candidate | None:
     come from segment-wise cumulative sums and maxima. One NumPy pass per member, no loop
     over nodes. Only used when capacity is all victims can change (`Problem.fast`).
     """
-    if not problem.fast or not problem.units:
+    if not problem.fast or not problem.units or not len(problem.row_node):
         return None
     snap = problem.snap
     units = problem.units
     violating = problem.violating
-    rank = np.empty(len(units), dtype=np.int64)
-    for position, unit in enumerate(sorted(units, key=lambda u: cheapest_key(u, violating))):
-        rank[unit.index] = position
-    created_rank = np.empty(len(units), dtype=np.int64)
-    for position, unit in enumerate(sorted(units, key=lambda u: (u.created, u.key))):
-        created_rank[unit.index] = position
-    u_viol = np.array([u.index in violating for u in units], dtype=np.int64)
-    u_prio = np.array([u.priority for u in units], dtype=np.int64)
-    u_size = np.array([u.size for u in units], dtype=np.int64)
-    u_groups = np.array([len(u.groups) for u in units], dtype=np.int64)
+    count = len(units)
+    u_viol = np.zeros(count, dtype=np.int64)
+    if violating:
+        u_viol[list(violating)] = 1
+    u_prio = np.fromiter((u.priority for u in units), dtype=np.int64, count=count)
+    u_size = np.fromiter((u.size for u in units), dtype=np.int64, count=count)
+    u_groups = np.fromiter((len(u.groups) for u in units), dtype=np.int64, count=count)
+    u_created = np.fromiter((u.created for u in units), dtype=np.float64, count=count)
+    index = np.arange(count)
+    # Cheapest first; the unit index (key order) breaks ties deterministically.
+    rank = np.empty(count, dtype=np.int64)
+    rank[np.lexsort((index, -u_created, u_groups, u_size, u_prio, u_viol))] = index
+    created_rank = np.empty(count, dtype=np.int64)
+    created_rank[np.lexsort((index, u_created))] = index
 
-    row_node: list[int] = []
-    row_unit: list[int] = []
-    row_vecs: list[IntVector] = []
-    for unit in units:
-        per_node: dict[int, IntVector] = {}
-        for pod, node in unit.placed:
-            vec = snap.vector(pod)
-            prev = per_node.get(node)
-            per_node[node] = vec if prev is None else prev + vec
-        for node, vec in per_node.items():
-            row_node.append(node)
-            row_unit.append(unit.index)
-            row_vecs.append(vec)
-    if not row_node:
-        return None
-    nodes_arr = np.array(row_node, dtype=np.int64)
-    units_arr = np.array(row_unit, dtype=np.int64)
-    order = np.lexsort((rank[units_arr], nodes_arr))
-    nodes_arr = nodes_arr[order]
-    units_arr = units_arr[order]
-    width = len(snap.columns)
-    vecs = np.zeros((len(order), width), dtype=np.int64)
-    for position, row in enumerate(order):
-        vec = row_vecs[int(row)]
-        vecs[position, : len(vec)] = vec
+    order = np.lexsort((rank[problem.row_unit], problem.row_node))
+    nodes_arr = problem.row_node[order]
+    units_arr = problem.row_unit[order]
+    vecs = problem.row_vec[order]
     alive = np.ones(len(order), dtype=np.bool_)
-    rows_of_unit: dict[int, list[int]] = {}
-    for position, unit_index in enumerate(units_arr.tolist()):
-        rows_of_unit.setdefault(unit_index, []).append(position)
+    position_of_unit = np.argsort(units_arr, kind="stable")
+    unit_bounds = np.searchsorted(units_arr[position_of_unit], np.arange(count + 1))
 
     framework = problem.framework
     chosen: dict[int, VictimUnit] = {}
     placement: list[tuple[Pod, int]] = []
-    members = _largest_first(problem.gang.pending, snap)
-    mark = snap.checkpoint()
+    attrs = (u_viol, u_prio, u_size, u_groups, created_rank)
+    mark = problem.mark()
     try:
-        for pod in members:
+        for pod in _largest_first(problem.gang.pending, snap):
             ctx = framework.context(pod, snap)
             static = problem.static_framework.feasible(ctx, snap)
             cols = np.flatnonzero(ctx.request)
@@ -194,30 +194,27 @@ def greedy(problem: Problem) -> Candidate | None:
             if not live.size:
                 continue
             best = _cheapest_prefix(
-                nodes_arr[live],
-                units_arr[live],
-                vecs[live][:, cols],
-                deficit,
-                (u_viol, u_prio, u_size, u_groups, created_rank),
+                nodes_arr[live], units_arr[live], vecs[live][:, cols], deficit, attrs
             )
             if best is None:
                 continue
             start, end = best
             node = int(nodes_arr[live[start]])
+            taken: list[VictimUnit] = []
             for unit_index in units_arr[live[start : end + 1]].tolist():
-                if unit_index in chosen:
-                    continue
-                unit = units[unit_index]
-                chosen[unit_index] = unit
-                problem.remove([unit])
-                alive[rows_of_unit[unit_index]] = False
+                if unit_index not in chosen:
+                    chosen[unit_index] = units[unit_index]
+                    taken.append(units[unit_index])
+                    lo, hi = unit_bounds[unit_index], unit_bounds[unit_index + 1]
+                    alive[position_of_unit[lo:hi]] = False
+            problem.remove(taken)
             snap.assume(pod, node)
             placement.append((pod, node))
         if not placement:
             return None
         kept = problem.reprieve(list(chosen.values()), placement, _costliest(problem))
     finally:
-        snap.rollback(mark)
+        problem.rollback(mark)
     return problem.verify(kept, "mincost/greedy", problem.potential_pods)
 
 

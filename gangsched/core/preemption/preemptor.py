@@ -16,6 +16,8 @@ The search runs on the live snapshot under a checkpoint and leaves it exactly as
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangPlacer
 from gangsched.core.framework import Framework
@@ -67,7 +69,7 @@ class WorkloadPreemptor:
         self.scheduler_name = scheduler_name
         self.config = config or PreemptionConfig()
         self.cycle = cycle
-        self._placers: dict[int, GangPlacer] = {}
+        self._placers: tuple[GangPlacer, GangPlacer] | None = None
 
     def preempt(
         self, gang: Gang, failed: CycleResult, cluster: ClusterState, framework: Framework
@@ -84,6 +86,7 @@ class WorkloadPreemptor:
             )
         snap = cluster.snapshot
         mark = snap.checkpoint()
+        problem: Problem | None = None
         try:
             for pod in gang.pending:
                 # Earlier nominations of this gang must not reserve capacity against itself.
@@ -91,12 +94,14 @@ class WorkloadPreemptor:
             units = collect_victims(gang, cluster, priority)
             if not units:
                 return self._outcome(False, cannot_help(NO_VICTIMS_REASON))
+            placer, probe = self._placers_for(framework)
             problem = Problem(
                 gang=gang,
                 failed=failed,
                 cluster=cluster,
                 framework=framework,
-                placer=self._placer(framework),
+                placer=placer,
+                probe_placer=probe,
                 priority=priority,
                 units=units,
                 budgets=BudgetIndex(cluster.budgets.values()),
@@ -105,18 +110,30 @@ class WorkloadPreemptor:
             search = kep_search if self.strategy == KEP else mincost_search
             found = search(problem)
         finally:
+            if problem is not None:
+                problem.rollback((mark, 0))
             snap.rollback(mark)
         if isinstance(found, CannotHelp):
             return self._outcome(False, cannot_help(found.reason))
+        if not found.units:
+            # The dry run fits without evicting anything while the cycle did not: nothing a
+            # victim could change. Never report a preemption that evicts nobody.
+            return self._outcome(False, cannot_help("the group fits without victims in a dry run"))
         return self._started(gang, failed, cluster, priority, found)
 
     # ---------------------------------------------------------------------------- helpers
-    def _placer(self, framework: Framework) -> GangPlacer:
-        placer = self._placers.get(id(framework))
-        if placer is None or placer.framework is not framework:
-            placer = GangPlacer(framework, self.cycle)
-            self._placers = {id(framework): placer}
-        return placer
+    def _placers_for(self, framework: Framework) -> tuple[GangPlacer, GangPlacer]:
+        """The scheduler's own cycle (for every verification) and a cheaper one for
+        exploratory runs, kept while the framework stays the same."""
+        cached = self._placers
+        if cached is None or cached[0].framework is not framework:
+            base = self.cycle or CycleConfig()
+            probe = replace(
+                base, search_budget=min(base.search_budget, self.config.probe_search_budget)
+            )
+            cached = (GangPlacer(framework, base), GangPlacer(framework, probe))
+            self._placers = cached
+        return cached
 
     def _outcome(self, started: bool, message: str) -> PreemptionOutcome:
         return PreemptionOutcome(started=started, message=message, strategy=self.strategy)
