@@ -247,7 +247,7 @@ class GangPlacer:
             for part in gang.parts
         }
         skipped: dict[GroupRef, int] = {}
-        dedupe = _nodes_interchangeable(order)
+        dedupe = _nodes_interchangeable(order, snap)
 
         def search(i: int) -> bool:
             if _satisfied(gang, placed):
@@ -343,10 +343,12 @@ def _size_key(pod: Pod, snap: Snapshot) -> tuple[float, float, str]:
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
-def _nodes_interchangeable(order: list[Pod]) -> bool:
+def _nodes_interchangeable(order: list[Pod], snap: Snapshot) -> bool:
     """Nodes with equal free capacity, labels (but the hostname) and taints are
     interchangeable for the search unless a member cares about node identity, ports or
     other pods; then trying one of them stands for all."""
+    if snap.anti_affinity_pods:  # placed pods' anti-affinity tells nodes apart
+        return False
     for pod in order:
         c = pod.constraints
         if c.node_name or pod.host_ports or pod.affinity or pod.anti_affinity or pod.spread:

@@ -30,13 +30,19 @@ def utilisation_after(
 ) -> tuple[FloatMatrix, FloatVector]:
     """(fraction of each weighted resource used after placing the pod, weights), per node.
 
-    Fractions are clipped to [0, 1]; a node with none of a resource counts as full of it.
+    Fractions are clipped to [0, 1]. A node with none of a resource gets NaN there: each
+    plugin scores that resource 0 on that node, as upstream does.
     """
     key = ("utilisation", tuple(weights.items()))
     cached = ctx.extra.get(key)
     if isinstance(cached, tuple) and cached[0] is nodes:
         return cached[1], cached[2]
-    names = [name for name in weights if name in snap.columns]
+    # As upstream: extended resources count only for pods that request them.
+    names = [
+        name
+        for name in weights
+        if name in snap.columns and (name in (CPU, MEMORY) or ctx.request[snap.columns[name]])
+    ]
     cols = np.array([snap.columns[name] for name in names], dtype=np.intp)
     request = ctx.request[cols].astype(np.float64)
     for i, name in enumerate(names):
@@ -50,7 +56,7 @@ def utilisation_after(
     else:
         rows_used, rows_inverse = snap.requested[nodes][:, cols], inverse[nodes][:, cols]
     frac = np.minimum((rows_used + request) * rows_inverse, 1.0)
-    frac[rows_inverse == 0] = 1.0
+    frac[rows_inverse == 0] = np.nan
     weight_vector = np.array([weights[name] for name in names], dtype=np.float64)
     ctx.extra[key] = (nodes, frac, weight_vector)
     return frac, weight_vector

@@ -24,5 +24,5 @@ class LeastAllocated:
         frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
         if not weights.sum():
             return np.zeros(len(nodes))
-        result: FloatVector = ((1.0 - frac) @ weights) * (100.0 / weights.sum())
+        result: FloatVector = (np.nan_to_num(1.0 - frac) @ weights) * (100.0 / weights.sum())
         return result

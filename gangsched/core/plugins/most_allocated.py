@@ -25,5 +25,5 @@ class MostAllocated:
         frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
         if not weights.sum():
             return np.zeros(len(nodes))
-        result: FloatVector = (frac @ weights) * (100.0 / weights.sum())
+        result: FloatVector = (np.nan_to_num(frac) @ weights) * (100.0 / weights.sum())
         return result
