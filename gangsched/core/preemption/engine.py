@@ -33,7 +33,8 @@ from gangsched.core.framework import Framework, IndexVector
 from gangsched.core.model import Pod
 from gangsched.core.preemption.cost import Cost, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
-from gangsched.core.preemption.victims import VictimUnit, importance_key
+from gangsched.core.preemption.victims import VictimTable, VictimUnit, importance_key
+from gangsched.core.resources import PODS
 from gangsched.core.snapshot import IntMatrix, IntVector, Snapshot
 from gangsched.core.status import Code
 
@@ -111,10 +112,11 @@ class Problem:
     placer: GangPlacer
     probe_placer: GangPlacer
     priority: int
-    units: list[VictimUnit]
+    table: VictimTable
     budgets: BudgetIndex
     config: PreemptionConfig
     snap: Snapshot = field(init=False)
+    units: list[VictimUnit] = field(init=False)
     #: Capacity arithmetic is exact (see module docstring).
     fast: bool = field(init=False)
     #: Capacity held for nominated pods that outrank the preemptor.
@@ -132,11 +134,15 @@ class Problem:
     row_vec: IntMatrix = field(init=False)
     #: Rows of unit u are row_start[u]:row_start[u + 1].
     row_start: IndexVector = field(init=False)
-    _verified: dict[frozenset[int], Candidate | None] = field(default_factory=dict)
+    #: Placements of real-cycle runs per victim set (None: the cycle failed).
+    _runs: dict[frozenset[int], list[tuple[Pod, int]] | None] = field(default_factory=dict)
+    _costs: dict[frozenset[int], Cost] = field(default_factory=dict)
+    potential_pods: int = field(init=False)
     _undo: list[IndexVector] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.snap = self.cluster.snapshot
+        self.units = self.table.units
         pending = self.gang.pending
         for pod in pending:
             # A request for a resource no node has adds a column: do it before any matrix
@@ -155,39 +161,42 @@ class Problem:
             self.violating = self.budgets.violating_units(ordered)
         else:
             self.violating = frozenset()
+        self.potential_pods = sum(unit.size for unit in self.units)
         self._build_rows()
 
     def _build_rows(self) -> None:
+        """Rows in unit order, then node order. Request vectors are built one resource
+        column at a time over every victim pod (no per-pod vector lookups), and pods of one
+        unit on one node are summed with a single reduceat."""
         snap = self.snap
-        vectors: dict[tuple[tuple[str, int], ...], IntVector] = {}
-        nodes: list[int] = []
-        owners: list[int] = []
-        vecs: list[IntVector] = []
-        starts: list[int] = []
-        for unit in self.units:
-            starts.append(len(nodes))
-            per_node: dict[int, IntVector] = {}
-            for pod, node in unit.placed:
-                key = tuple(pod.requests.items())
-                vec = vectors.get(key)
-                if vec is None:
-                    vec = vectors[key] = snap.vector(pod)
-                prev = per_node.get(node)
-                per_node[node] = vec if prev is None else prev + vec
-            for node, vec in per_node.items():
-                nodes.append(node)
-                owners.append(unit.index)
-                vecs.append(vec)
-        starts.append(len(nodes))
-        self.row_node = np.array(nodes, dtype=np.intp)
-        self.row_unit = np.array(owners, dtype=np.intp)
         width = len(snap.columns)
-        self.row_vec = np.stack(vecs) if vecs else np.zeros((0, width), dtype=np.int64)
-        self.row_start = np.array(starts, dtype=np.intp)
-
-    @property
-    def potential_pods(self) -> int:
-        return sum(unit.size for unit in self.units)
+        table = self.table
+        requests = table.requests
+        count = len(requests)
+        pod_unit = np.fromiter((unit.index for unit in table.owners), dtype=np.int64, count=count)
+        pod_node = np.array(table.nodes, dtype=np.int64)
+        vec = np.zeros((count, width), dtype=np.int64)
+        for name, col in snap.columns.items():
+            if name == PODS:
+                vec[:, col] = 1
+            elif snap.allocatable[:, col].any():  # a resource no node has: nobody holds it
+                vec[:, col] = np.fromiter(
+                    (r.get(name, 0) for r in requests), dtype=np.int64, count=count
+                )
+        nodes = max(len(snap), 1)
+        key = pod_unit * nodes + pod_node
+        # Sorting by (unit, node) makes every pair contiguous, in unit order.
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if count else np.zeros(0, int)
+        self.row_vec = (
+            np.add.reduceat(vec[order], starts, axis=0)
+            if count
+            else np.zeros((0, width), dtype=np.int64)
+        )
+        self.row_unit = (key[starts] // nodes).astype(np.intp)
+        self.row_node = (key[starts] % nodes).astype(np.intp)
+        self.row_start = np.searchsorted(self.row_unit, np.arange(len(self.units) + 1))
 
     def unit_rows(self, unit: VictimUnit) -> range:
         return range(int(self.row_start[unit.index]), int(self.row_start[unit.index + 1]))
@@ -211,8 +220,8 @@ class Problem:
             rows = self._undo.pop()
             np.add.at(self.snap.requested, self.row_node[rows], self.row_vec[rows])
 
-    def remove(self, units: Sequence[VictimUnit]) -> None:
-        """Take the units' pods away (undo with `rollback`).
+    def remove(self, units: Sequence[VictimUnit], rows: IndexVector | None = None) -> None:
+        """Take the units' pods away (undo with `rollback`); `rows` may give their rows.
 
         In the fast path only their capacity is released, in one array operation, which is
         all any filter or score the preemptor's pods run can observe; otherwise each pod
@@ -221,7 +230,8 @@ class Problem:
         if not units:
             return
         if self.fast:
-            rows = self.rows_of(units)
+            if rows is None:
+                rows = self.rows_of(units)
             np.subtract.at(self.snap.requested, self.row_node[rows], self.row_vec[rows])
             self._undo.append(rows)
             return
@@ -259,18 +269,15 @@ class Problem:
     # ---------------------------------------------------------------------- verification
     def remember(self, units: Sequence[VictimUnit], placements: list[tuple[Pod, int]]) -> None:
         """Record a successful run of the real cycle without `units` as their verification
-        (the run is deterministic, so repeating it would find the same placement)."""
+        (the run is deterministic, so repeating it would find the same placement). Costed
+        only if a search ends up proposing exactly this set."""
         key = frozenset(unit.index for unit in units)
-        if key not in self._verified:
-            ordered = sorted(units, key=lambda u: u.index)
-            unplaced = len(self.gang.pending) - len(placements)
-            cost = victim_cost(ordered, unplaced, self.budgets)
-            self._verified[key] = Candidate("", ordered, list(placements), cost, 0)
+        self._runs.setdefault(key, list(placements))
 
     def verify(self, units: Sequence[VictimUnit], name: str, potential: int) -> Candidate | None:
         """Run the real cycle without `units`; a Candidate if it succeeds (cached per set)."""
         key = frozenset(unit.index for unit in units)
-        if key not in self._verified:
+        if key not in self._runs:
             mark = self.mark()
             try:
                 self.remove(units)
@@ -278,14 +285,16 @@ class Problem:
                 placements = list(result.placements) if result.code is Code.SUCCESS else None
             finally:
                 self.rollback(mark)
-            if placements is None:
-                self._verified[key] = None
-            else:
-                self.remember(units, placements)
-        cached = self._verified[key]
-        if cached is None:
+            self._runs[key] = placements
+        placements = self._runs[key]
+        if placements is None:
             return None
-        return Candidate(name, cached.units, cached.placements, cached.cost, potential)
+        cost = self._costs.get(key)
+        if cost is None:
+            unplaced = len(self.gang.pending) - len(placements)
+            cost = self._costs[key] = victim_cost(units, unplaced, self.budgets)
+        ordered = sorted(units, key=lambda u: u.index)
+        return Candidate(name, ordered, placements, cost, potential)
 
     # -------------------------------------------------------------------------- reprieve
     def reprieve(
@@ -327,8 +336,19 @@ class Problem:
         on_member = np.zeros(len(snap), dtype=np.bool_)
         on_member[list(slack)] = True
         rows = self.rows_of(victims)
-        touching = np.unique(self.row_unit[rows[on_member[self.row_node[rows]]]])
-        kept: list[VictimUnit] = []
+        rows = rows[on_member[self.row_node[rows]]]
+        # A victim too big for the slack it meets first is never spared (slack only
+        # shrinks as others are): settle all of those in one array pass.
+        free_at = np.zeros_like(snap.requested)
+        asked = np.zeros(snap.requested.shape, dtype=np.bool_)
+        for node, c in cols.items():
+            free_at[node, c] = slack[node]
+            asked[node, c] = True
+        nodes = self.row_node[rows]
+        too_big = np.any((self.row_vec[rows] > free_at[nodes]) & asked[nodes], axis=1)
+        hopeless = np.unique(self.row_unit[rows[too_big]])
+        touching = np.setdiff1d(np.unique(self.row_unit[rows]), hopeless, assume_unique=True)
+        kept: list[VictimUnit] = [self.units[int(u)] for u in hopeless]
         for unit in sorted((self.units[int(u)] for u in touching), key=key):
             need: list[tuple[list[int], list[int]]] = []
             fits = True

@@ -24,17 +24,19 @@ Candidates, each verified by the real cycle before it is costed:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from gangsched.core.cycle import member_order
+from gangsched.core.framework import IndexVector
 from gangsched.core.model import Pod
 from gangsched.core.preemption.cost import victim_cost
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.kep import is_lone_pod, kep_search
 from gangsched.core.preemption.lone_pod import node_options
 from gangsched.core.preemption.victims import VictimUnit, costliest_key
-from gangsched.core.snapshot import IntVector, Snapshot
+from gangsched.core.snapshot import BoolVector, IntMatrix, IntVector, Snapshot
 from gangsched.core.status import Code
 
 _SEGMENT = np.int64(2**34)
@@ -132,14 +134,49 @@ def staged(problem: Problem) -> Candidate | None:
 
 
 # ----------------------------------------------------------------------------------- greedy
+@dataclass(slots=True)
+class _NodeBest:
+    """Per node: the cost of its cheapest sufficient victim prefix and where it ends."""
+
+    valid: BoolVector
+    viol: IntVector
+    top: IntVector
+    pods: IntVector
+    groups: IntVector
+    oldest: IntVector
+    end: IntVector
+
+    @classmethod
+    def empty(cls, n: int) -> _NodeBest:
+        ints = [np.zeros(n, dtype=np.int64) for _ in range(6)]
+        return cls(np.zeros(n, dtype=np.bool_), *ints)
+
+    def pick(self) -> int | None:
+        nodes = np.flatnonzero(self.valid)
+        if not nodes.size:
+            return None
+        order = np.lexsort(
+            (
+                nodes,
+                -self.oldest[nodes],
+                self.groups[nodes],
+                self.pods[nodes],
+                self.top[nodes],
+                self.viol[nodes],
+            )
+        )
+        return int(nodes[order[0]])
+
+
 def greedy(problem: Problem) -> Candidate | None:
     """Member by member, the node whose cheapest sufficient victim prefix costs least.
 
-    Rows are (victim unit, node) pairs sorted by node, then cheapest first; for each member
-    a cumulative sum inside each node's segment gives, per node, the first prefix that frees
-    enough, and the prefix costs (PDB violators, highest priority, pods, groups, youngest)
-    come from segment-wise cumulative sums and maxima. One NumPy pass per member, no loop
-    over nodes. Only used when capacity is all victims can change (`Problem.fast`).
+    Rows are (victim unit, node) pairs sorted by node, then cheapest first; a cumulative sum
+    inside each node's segment gives, per node, the first prefix that frees enough, and the
+    prefix costs (PDB violators, highest priority, pods, groups, youngest) come from
+    segment-wise cumulative sums and maxima: NumPy passes, no loop over nodes. Identical
+    members reuse the per-node results and recompute only the nodes the previous member
+    changed. Only used when capacity is all victims can change (`Problem.fast`).
     """
     if not problem.fast or not problem.units or not len(problem.row_node):
         return None
@@ -162,22 +199,36 @@ def greedy(problem: Problem) -> Candidate | None:
     created_rank[np.lexsort((index, u_created))] = index
 
     order = np.lexsort((rank[problem.row_unit], problem.row_node))
-    nodes_arr = problem.row_node[order]
-    units_arr = problem.row_unit[order]
-    vecs = problem.row_vec[order]
+    rows = _Rows(
+        nodes=problem.row_node[order],
+        units=problem.row_unit[order],
+        vecs=problem.row_vec[order],
+        attrs=(u_viol, u_prio, u_size, u_groups, created_rank),
+    )
     alive = np.ones(len(order), dtype=np.bool_)
-    position_of_unit = np.argsort(units_arr, kind="stable")
-    unit_bounds = np.searchsorted(units_arr[position_of_unit], np.arange(count + 1))
+    position_of_unit = np.argsort(rows.units, kind="stable")
+    unit_bounds = np.searchsorted(rows.units[position_of_unit], np.arange(count + 1))
+    every_node = np.arange(len(snap))
+    node_lo = np.searchsorted(rows.nodes, every_node)
+    node_hi = np.searchsorted(rows.nodes, every_node, side="right")
 
     framework = problem.framework
     chosen: dict[int, VictimUnit] = {}
     placement: list[tuple[Pod, int]] = []
-    attrs = (u_viol, u_prio, u_size, u_groups, created_rank)
+    best = _NodeBest.empty(len(snap))
+    member_class: object = None
+    statics: dict[object, BoolVector] = {}
+    dirty: set[int] = set()
     mark = problem.mark()
     try:
         for pod in _largest_first(problem.gang.pending, snap):
             ctx = framework.context(pod, snap)
-            static = problem.static_framework.feasible(ctx, snap)
+            # Victims and placed members do not change the other filters in the fast path:
+            # one pass per distinct member spec.
+            spec = (pod.namespace, tuple(sorted(pod.labels.items())), pod.constraints)
+            static = statics.get(spec)
+            if static is None:
+                static = statics[spec] = problem.static_framework.feasible(ctx, snap)
             cols = np.flatnonzero(ctx.request)
             used = snap.requested[:, cols] + ctx.request[cols]
             if ctx.reserved is not None:
@@ -188,28 +239,42 @@ def greedy(problem: Problem) -> Candidate | None:
                 node = framework.select(ctx, snap, fits_now)
                 snap.assume(pod, node)
                 placement.append((pod, node))
+                dirty.add(node)
                 continue
-            live = np.flatnonzero(alive)
-            live = live[static[nodes_arr[live]]]
-            if not live.size:
+            key = (ctx.request.tobytes(), spec)
+            if key != member_class:
+                member_class = key
+                best = _NodeBest.empty(len(snap))
+                live = np.flatnonzero(alive)
+            elif dirty:
+                touched = np.array(sorted(dirty), dtype=np.intp)
+                best.valid[touched] = False
+                spans = [np.arange(node_lo[n], node_hi[n]) for n in touched.tolist()]
+                live = np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
+                live = live[alive[live]]
+            else:
+                live = np.zeros(0, dtype=np.intp)
+            dirty = set()
+            live = live[static[rows.nodes[live]]]
+            if live.size:
+                _prefix_per_node(rows, live, cols, deficit, best)
+            target = best.pick()
+            if target is None:
                 continue
-            best = _cheapest_prefix(
-                nodes_arr[live], units_arr[live], vecs[live][:, cols], deficit, attrs
-            )
-            if best is None:
-                continue
-            start, end = best
-            node = int(nodes_arr[live[start]])
+            segment = np.arange(node_lo[target], int(best.end[target]) + 1)
             taken: list[VictimUnit] = []
-            for unit_index in units_arr[live[start : end + 1]].tolist():
+            for unit_index in rows.units[segment[alive[segment]]].tolist():
                 if unit_index not in chosen:
-                    chosen[unit_index] = units[unit_index]
-                    taken.append(units[unit_index])
+                    unit = units[unit_index]
+                    chosen[unit_index] = unit
+                    taken.append(unit)
                     lo, hi = unit_bounds[unit_index], unit_bounds[unit_index + 1]
                     alive[position_of_unit[lo:hi]] = False
-            problem.remove(taken)
-            snap.assume(pod, node)
-            placement.append((pod, node))
+                    dirty.update(unit.nodes)
+            problem.remove(taken, _unit_rows(problem, taken))
+            snap.assume(pod, target)
+            placement.append((pod, target))
+            dirty.add(target)
         if not placement:
             return None
         kept = problem.reprieve(list(chosen.values()), placement, _costliest(problem))
@@ -218,44 +283,59 @@ def greedy(problem: Problem) -> Candidate | None:
     return problem.verify(kept, "mincost/greedy", problem.potential_pods)
 
 
-def _cheapest_prefix(
-    nodes: IntVector,
-    unit_ids: IntVector,
-    freed: IntVector,
-    deficit: IntVector,
-    attrs: tuple[IntVector, IntVector, IntVector, IntVector, IntVector],
-) -> tuple[int, int] | None:
-    """(start, end) row positions of the cheapest sufficient prefix over all nodes."""
-    u_viol, u_prio, u_size, u_groups, created_rank = attrs
+def _unit_rows(problem: Problem, units: list[VictimUnit]) -> IndexVector:
+    spans = [np.arange(problem.row_start[u.index], problem.row_start[u.index + 1]) for u in units]
+    return np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Victim rows sorted by node, then cheapest first, with the units' cost attributes."""
+
+    nodes: IndexVector
+    units: IndexVector
+    vecs: IntMatrix
+    attrs: tuple[IntVector, IntVector, IntVector, IntVector, IntVector]
+
+
+def _prefix_per_node(
+    rows: _Rows, live: IndexVector, cols: IntVector, deficit: IntMatrix, best: _NodeBest
+) -> None:
+    """For the nodes of `live` rows (positions into `rows`, ascending), the first prefix of
+    their live rows that covers the node's deficit, and its cost; written into `best`."""
+    u_viol, u_prio, u_size, u_groups, created_rank = rows.attrs
+    nodes = rows.nodes[live]
+    unit_ids = rows.units[live]
     starts_mask = np.empty(len(nodes), dtype=np.bool_)
     starts_mask[0] = True
     np.not_equal(nodes[1:], nodes[:-1], out=starts_mask[1:])
     segment = np.cumsum(starts_mask) - 1
     starts = np.flatnonzero(starts_mask)
 
-    def seg_cumsum(values: IntVector) -> IntVector:
+    def seg_cumsum(values: IntMatrix) -> IntMatrix:
         total = np.cumsum(values, axis=0)
         before = total[starts] - values[starts]
-        result: IntVector = total - before[segment]
+        result: IntMatrix = total - before[segment]
         return result
 
+    freed = rows.vecs[live][:, cols]
     enough = np.all(seg_cumsum(freed) >= deficit[nodes], axis=1)
     if not enough.any():
-        return None
+        return
     ok = np.flatnonzero(enough)
     first = np.ones(len(ok), dtype=np.bool_)
     first[1:] = segment[ok[1:]] != segment[ok[:-1]]
     ends = ok[first]
     base = segment * _SEGMENT
-    viol = seg_cumsum(u_viol[unit_ids])[ends]
-    top = (np.maximum.accumulate(base + u_prio[unit_ids] + _PRIO_SHIFT) - base)[ends]
-    pods = seg_cumsum(u_size[unit_ids])[ends]
-    groups = seg_cumsum(u_groups[unit_ids])[ends]
-    oldest = (base - np.maximum.accumulate(base - created_rank[unit_ids]))[ends]
+    at = nodes[ends]
+    best.valid[at] = True
+    best.viol[at] = seg_cumsum(u_viol[unit_ids])[ends]
+    best.top[at] = (np.maximum.accumulate(base + u_prio[unit_ids] + _PRIO_SHIFT) - base)[ends]
+    best.pods[at] = seg_cumsum(u_size[unit_ids])[ends]
+    best.groups[at] = seg_cumsum(u_groups[unit_ids])[ends]
     # Youngest first: the larger the oldest victim's creation rank, the better.
-    pick = int(np.lexsort((nodes[ends], -oldest, groups, pods, top, viol))[0])
-    end = int(ends[pick])
-    return int(starts[segment[end]]), end
+    best.oldest[at] = (base - np.maximum.accumulate(base - created_rank[unit_ids]))[ends]
+    best.end[at] = live[ends]
 
 
 def _largest_first(pods: list[Pod], snap: Snapshot) -> list[Pod]:

@@ -99,7 +99,23 @@ def victim_priority(pod: Pod, cluster: ClusterState) -> int:
     return pod.priority
 
 
+@dataclass(slots=True)
+class VictimTable:
+    """The potential victims, plus one entry per victim pod the snapshot holds (owning
+    unit, node index, requests), gathered in the same pass for the array-based searches."""
+
+    units: list[VictimUnit]
+    owners: list[VictimUnit]
+    nodes: list[int]
+    requests: list[dict[str, int]]
+
+
 def collect_victims(gang: Gang, cluster: ClusterState, priority: int) -> list[VictimUnit]:
+    """Every unit of strictly lower priority than `priority` that preemption may evict."""
+    return collect_victim_table(gang, cluster, priority).units
+
+
+def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> VictimTable:
     """Every unit of strictly lower priority than `priority` that preemption may evict.
 
     Only pods that hold capacity in the snapshot and are not already terminating count; the
@@ -114,6 +130,9 @@ def collect_victims(gang: Gang, cluster: ClusterState, priority: int) -> list[Vi
     seen_refs: dict[int, tuple[bool, PodGroup | None]] = {}
     all_mode_kind = DisruptionMode.ALL
     singles: list[VictimUnit] = []
+    owners: list[VictimUnit] = []
+    pod_nodes: list[int] = []
+    requests: list[dict[str, int]] = []
     all_mode: dict[GroupRef, list[tuple[Pod, int]]] = {}
     for i, node_pods in enumerate(snap.node_pods):
         node_tuple = (i,)
@@ -140,11 +159,13 @@ def collect_victims(gang: Gang, cluster: ClusterState, priority: int) -> list[Vi
                 groups_of = (ref,)
             if prio >= priority:
                 continue
-            singles.append(
-                VictimUnit(
-                    -1, key, (pod,), ((pod, i),), prio, None, pod.created, groups_of, node_tuple
-                )
+            unit = VictimUnit(
+                -1, key, (pod,), ((pod, i),), prio, None, pod.created, groups_of, node_tuple
             )
+            singles.append(unit)
+            owners.append(unit)
+            pod_nodes.append(i)
+            requests.append(pod.requests)
     units = singles
     for ref, placed in all_mode.items():
         group = groups[ref]
@@ -160,24 +181,27 @@ def collect_victims(gang: Gang, cluster: ClusterState, priority: int) -> list[Vi
             if pod.is_finished:
                 continue
             evicted.append(pod)
-        units.append(
-            VictimUnit(
-                index=-1,
-                key=ref.key,
-                pods=tuple(evicted),
-                placed=tuple(placed),
-                priority=prio,
-                group=ref,
-                created=min(pod.created for pod in evicted),
-                groups=(ref,),
-                nodes=tuple(sorted({i for _, i in placed})),
-            )
+        unit = VictimUnit(
+            index=-1,
+            key=ref.key,
+            pods=tuple(evicted),
+            placed=tuple(placed),
+            priority=prio,
+            group=ref,
+            created=min(pod.created for pod in evicted),
+            groups=(ref,),
+            nodes=tuple(sorted({i for _, i in placed})),
         )
+        units.append(unit)
+        for pod, i in placed:
+            owners.append(unit)
+            pod_nodes.append(i)
+            requests.append(pod.requests)
     # Stable: a pod and an All group with the same "ns/name" keep pods first.
     units.sort(key=attrgetter("key"))
     for index, unit in enumerate(units):
         unit.index = index
-    return units
+    return VictimTable(units, owners, pod_nodes, requests)
 
 
 # ---------------------------------------------------------------------------------- orders

@@ -577,3 +577,17 @@ def test_gang_group_preempts_for_every_part(strategy: str) -> None:
 def test_build_preemptor_rejects_unknown_strategy() -> None:
     with pytest.raises(ValueError, match="kep, mincost"):
         build_preemptor(strategy="fastest")
+
+
+@BOTH
+def test_lone_pod_binds_after_its_victims_are_gone(strategy: str) -> None:
+    """Regression: a lone pod's own nomination must not reserve capacity against itself
+    (it preempted again, with no victims, instead of binding)."""
+    state = cluster(
+        [node("n0", 1000), node("n3", 3000)],
+        [pod("r0", 250, node="n3"), pod("r1", 250, node="n0"), pod("p", 3000, prio=HIGH)],
+    )
+    done = settle(state, strategy)
+    assert done.evicted == ["r0"]
+    assert done.bound == {"p": "n3"}
+    assert sum(1 for r in done.reports if getattr(r, "result", "") == "waiting_on_preemption") == 1
