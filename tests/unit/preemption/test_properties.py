@@ -7,6 +7,7 @@ Single-mode) groups, an optional PodDisruptionBudget, and a preemptor gang of 1-
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import GangPlacer
-from gangsched.core.model import DisruptionMode, GroupRef, Pod
+from gangsched.core.model import DisruptionMode, GroupRef, HostPort, Pod
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import KEP, MINCOST, Cost
 from gangsched.core.preemption.cost import NO_VICTIMS
@@ -40,6 +41,7 @@ from ._builders import (
 
 PRIOS = [0, 10, 20, 50, 100]
 PREEMPTOR_PRIO = 50
+PORT = (HostPort("TCP", "", 9000),)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Running:
     group: int | None  # index into the victim groups
     created: int
     protected: bool
+    port: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class Spec:
     min_member: int
     as_group: bool
     allowed: int | None
+    #: Gang members ask for a host port: exercises the filter-based (non-capacity) path.
+    gang_port: bool = False
 
 
 @st.composite
@@ -91,6 +96,7 @@ def specs(draw: st.DrawFn) -> Spec:
                 group=draw(st.sampled_from([None, None, 0, 1])),
                 created=i,
                 protected=draw(st.booleans()),
+                port=draw(st.integers(0, 3)) == 0,
             )
         )
     gang = tuple(
@@ -104,6 +110,7 @@ def specs(draw: st.DrawFn) -> Spec:
         min_member=draw(st.integers(1, len(gang))),
         as_group=len(gang) > 1 or draw(st.booleans()),
         allowed=draw(st.sampled_from([None, 0, 1])),
+        gang_port=draw(st.integers(0, 3)) == 0,
     )
 
 
@@ -117,17 +124,16 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
             continue
         if r.group is not None:
             used_groups.add(r.group)
-        pods.append(
-            pod(
-                name,
-                r.cpu,
-                prio=r.prio,
-                node=f"n{r.node}",
-                group=f"v{r.group}" if r.group is not None else None,
-                created=r.created,
-                labels={"app": "protected"} if r.protected else {},
-            )
+        running = pod(
+            name,
+            r.cpu,
+            prio=r.prio,
+            node=f"n{r.node}",
+            group=f"v{r.group}" if r.group is not None else None,
+            created=r.created,
+            labels={"app": "protected"} if r.protected else {},
         )
+        pods.append(dataclasses.replace(running, host_ports=PORT) if r.port else running)
     groups = [
         group(f"v{g}", 1, prio=spec.group_modes[g][1], mode=spec.group_modes[g][0])
         for g in sorted(used_groups)
@@ -135,11 +141,16 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
     if spec.as_group:
         groups.append(group("gang", spec.min_member))
         key = ref("gang")
-        for i, cpu in enumerate(spec.gang):
-            pods.append(pod(f"g{i}", cpu, prio=PREEMPTOR_PRIO, group="gang", created=100 + i))
+        members = [
+            pod(f"g{i}", cpu, prio=PREEMPTOR_PRIO, group="gang", created=100 + i)
+            for i, cpu in enumerate(spec.gang)
+        ]
     else:
         key = lone("g0")
-        pods.append(pod("g0", spec.gang[0], prio=PREEMPTOR_PRIO, created=100))
+        members = [pod("g0", spec.gang[0], prio=PREEMPTOR_PRIO, created=100)]
+    if spec.gang_port:
+        members = [dataclasses.replace(m, host_ports=PORT) for m in members]
+    pods.extend(members)
     budgets = [] if spec.allowed is None else [budget("protected", spec.allowed, app="protected")]
     return cluster(nodes, pods, groups, budgets), key
 

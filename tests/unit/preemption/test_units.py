@@ -1,0 +1,266 @@
+"""Building blocks: victim units, PDB accounting, the cost order, and the filter-based
+(non-capacity) path for ports and pod anti-affinity."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gangsched.core.labels import LabelSelector
+from gangsched.core.model import DisruptionMode, HostPort, PodAffinityTerm
+from gangsched.core.preemption import KEP, MINCOST, collect_victims, terminating_victims
+from gangsched.core.preemption.cost import NO_VICTIMS, Cost, victim_cost
+from gangsched.core.preemption.pdb import BudgetIndex
+from gangsched.core.preemption.victims import gang_priority
+
+from ._builders import (
+    budget,
+    cluster,
+    gang_of,
+    group,
+    lone,
+    node,
+    nominations,
+    overcommitted,
+    pod,
+    preempt,
+    ref,
+    settle,
+    victims,
+)
+
+BOTH = pytest.mark.parametrize("strategy", [KEP, MINCOST])
+
+
+# ------------------------------------------------------------------------------- victims
+def test_victim_units_and_priorities() -> None:
+    state = cluster(
+        [node("a"), node("b")],
+        [
+            pod("solo", prio=5, node="a", created=3),
+            pod("high", prio=100, node="a"),
+            pod("s-1", prio=90, node="a", group="single"),  # group priority 10 wins
+            pod("all-1", prio=0, node="a", group="all", created=2),
+            pod("all-2", prio=0, node="b", group="all", created=1),
+            pod("all-gone", prio=0, node="b", group="all", terminating=True),
+            pod("hiall-1", prio=0, node="b", group="hiall"),
+            pod("mine-1", node="b", group="g", prio=50),
+            pod("g-2", group="g", prio=50),
+        ],
+        [
+            group("single", 1, prio=10),
+            group("all", 2, prio=20, mode=DisruptionMode.ALL),
+            group("hiall", 1, prio=60, mode=DisruptionMode.ALL),
+            group("g", 2, prio=50),
+        ],
+    )
+    gang = gang_of(state, ref("g"))
+    assert gang_priority(gang) == 50
+    units = {u.key: u for u in collect_victims(gang, state, 50)}
+    assert set(units) == {"default/solo", "default/s-1", "default/all"}
+    all_unit = units["default/all"]
+    assert all_unit.is_group and all_unit.priority == 20
+    assert sorted(p.name for p in all_unit.pods) == ["all-1", "all-2"]  # not the terminating
+    assert all_unit.created == 1 and all_unit.size == 2 and len(all_unit.nodes) == 2
+    assert units["default/s-1"].priority == 10
+    assert units["default/s-1"].groups == (ref("single"),)
+    assert units["default/solo"].groups == ()
+    assert [u.index for u in collect_victims(gang, state, 50)] == [0, 1, 2]
+
+
+def test_all_group_members_on_unknown_nodes_are_evicted_with_it() -> None:
+    state = cluster(
+        [node("a", 1000)],
+        [
+            pod("v-1", node="a", group="v"),
+            pod("v-2", node="gone-node", group="v"),
+            pod("p", prio=10),
+        ],
+        [group("v", 2, prio=0, mode=DisruptionMode.ALL)],
+    )
+    outcome, _ = preempt(state, lone("p"))
+    assert victims(outcome) == ["v-1", "v-2"]
+
+
+def test_terminating_victims_counted_on_nominated_nodes_only() -> None:
+    state = cluster(
+        [node("a"), node("b")],
+        [
+            pod("t-a", node="a", terminating=True),
+            pod("t-b", node="b", terminating=True),
+            pod("t-hi", node="a", prio=100, terminating=True),
+            pod("g-1", prio=50, group="g", nominated="a"),
+        ],
+        [group("g", 1)],
+    )
+    assert terminating_victims(gang_of(state, ref("g")), state, 50) == 1
+
+
+# ---------------------------------------------------------------------------------- PDBs
+def test_pdb_violations_count_evictions_beyond_the_allowance() -> None:
+    pods = [pod(f"p{i}", node="a", labels={"app": "x"}) for i in range(4)]
+    index = BudgetIndex([budget("x", 1, app="x"), budget("other", 0, app="y")])
+    assert index.violations(pods[:1]) == 0
+    assert index.violations(pods[:3]) == 2
+    assert index.violations([pod("free", node="a")]) == 0
+    assert not BudgetIndex([]).violations(pods)
+
+
+def test_budgets_only_select_their_namespace() -> None:
+    index = BudgetIndex([budget("x", 0, app="x")])
+    other = pod("o", node="a", labels={"app": "x"}, namespace="elsewhere")
+    assert index.violations([other]) == 0
+
+
+def test_budget_selector_expressions() -> None:
+    sel = LabelSelector(match_labels=(("tier", "db"),))
+    b = dataclasses.replace(budget("db", 0), selector=sel)
+    index = BudgetIndex([b])
+    assert index.violations([pod("d", node="a", labels={"tier": "db"})]) == 1
+
+
+# ---------------------------------------------------------------------------------- cost
+def test_cost_order_is_lexicographic() -> None:
+    def cost(**kw: float) -> Cost:
+        base = dict(
+            unplaced=0, pdb_violations=0, max_priority=0, pods=0, groups=0, oldest_start=0.0
+        )
+        base.update(kw)
+        return Cost(**base, total_start=0.0)  # type: ignore[arg-type]
+
+    assert cost(unplaced=0, pdb_violations=5) < cost(unplaced=1)
+    assert cost(pdb_violations=0, max_priority=100) < cost(pdb_violations=1, max_priority=0)
+    assert cost(max_priority=1, pods=10) < cost(max_priority=2, pods=1)
+    assert cost(pods=1, groups=1) < cost(pods=2, groups=0)
+    assert cost(groups=0, oldest_start=0) < cost(groups=1, oldest_start=-100)
+    assert cost(oldest_start=-100) < cost(oldest_start=-10)  # oldest victim started later
+
+
+def test_victim_cost_of_nothing() -> None:
+    empty = victim_cost([], 0, BudgetIndex([]))
+    assert empty.max_priority == NO_VICTIMS and empty.pods == 0
+
+
+# ---------------------------------------------------------------- beyond capacity: filters
+PORT = (HostPort("TCP", "", 8080),)
+
+
+def _with_ports(p):  # type: ignore[no-untyped-def]
+    return dataclasses.replace(p, host_ports=PORT)
+
+
+@BOTH
+def test_lone_pod_evicts_the_port_holder(strategy: str) -> None:
+    state = cluster(
+        [node("a"), node("b")],
+        [
+            _with_ports(pod("port-a", 100, prio=10, node="a", created=1)),
+            _with_ports(pod("port-b", 100, prio=20, node="b", created=2)),
+            pod("filler", 1000, prio=0, node="a"),
+            _with_ports(pod("p", 100, prio=50)),
+        ],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert victims(outcome) == ["port-a"]  # lower priority; filler is not in the way
+    assert nominations(outcome) == {"p": "a"}
+
+
+@BOTH
+def test_gang_with_ports_spreads_over_port_holders(strategy: str) -> None:
+    state = cluster(
+        [node("a"), node("b"), node("c")],
+        [
+            _with_ports(pod("port-a", 100, prio=10, node="a")),
+            _with_ports(pod("port-b", 100, prio=10, node="b")),
+            _with_ports(pod("port-c", 100, prio=90, node="c")),
+            pod("other-a", 100, prio=10, node="a"),
+            *(_with_ports(pod(f"g-{i}", 100, prio=50, group="g", created=i)) for i in (1, 2)),
+        ],
+        [group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert victims(outcome) == ["port-a", "port-b"]
+    assert sorted(nominations(outcome).values()) == ["a", "b"]  # type: ignore[type-var]
+    done = settle(state, strategy)
+    assert sorted(done.bound.values()) == ["a", "b"]
+
+
+def _anti(app: str) -> tuple[PodAffinityTerm, ...]:
+    return (
+        PodAffinityTerm(
+            selector=LabelSelector(match_labels=(("app", app),)),
+            topology_key="kubernetes.io/hostname",
+        ),
+    )
+
+
+@BOTH
+def test_preemptor_anti_affinity_evicts_the_conflicting_pod(strategy: str) -> None:
+    state = cluster(
+        [node("a"), node("b")],
+        [
+            pod("noisy-a", 100, prio=10, node="a", labels={"app": "noisy"}),
+            pod("noisy-b", 100, prio=10, node="b", labels={"app": "noisy"}, created=5),
+            dataclasses.replace(pod("p", 100, prio=50), anti_affinity=_anti("noisy")),
+        ],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert len(outcome.victims) == 1
+    done = settle(state, strategy)
+    assert "p" in done.bound and len(done.evicted) == 1
+
+
+@BOTH
+def test_victim_with_anti_affinity_blocks_until_evicted(strategy: str) -> None:
+    """A running low pod that repels the preemptor (symmetric anti-affinity) must go."""
+    state = cluster(
+        [node("a")],
+        [
+            dataclasses.replace(
+                pod("grumpy", 100, prio=10, node="a"), anti_affinity=_anti("friendly")
+            ),
+            pod("ok", 100, prio=10, node="a", created=9),
+            pod("p", 100, prio=50, labels={"app": "friendly"}),
+        ],
+    )
+    outcome, _ = preempt(state, lone("p"), strategy)
+    assert victims(outcome) == ["grumpy"]
+
+
+@BOTH
+def test_gang_group_parts_nominated_to_one_node_both_bind(strategy: str) -> None:
+    """Regression: GangGroup members nominated together to one node were counted twice
+    (assumed + reserved) and the gang preempted forever."""
+    state = cluster(
+        [node("a", 4000), node("b", 1000)],
+        [
+            pod("low", 4000, prio=0, node="a"),
+            pod("keep", 1000, prio=100, node="b"),
+            pod("x-1", 2000, prio=50, group="x", created=1),
+            pod("y-1", 2000, prio=50, group="y", created=2),
+        ],
+        [group("x", 1, gang_group=["x", "y"]), group("y", 1, gang_group=["x", "y"])],
+    )
+    done = settle(state, strategy)
+    assert done.evicted == ["low"]
+    assert done.bound == {"x-1": "a", "y-1": "a"}
+    assert not overcommitted(state)
+
+
+@BOTH
+def test_stale_nomination_of_an_unplaced_member_is_cleared(strategy: str) -> None:
+    state = cluster(
+        [node("a", 1000), node("b", 1000)],
+        [
+            pod("low", 1000, prio=0, node="a"),
+            pod("top", 1000, prio=100, node="b"),
+            pod("g-1", 1000, prio=50, group="g", created=1),
+            pod("g-2", 1000, prio=50, group="g", created=2, nominated="b"),
+        ],
+        [group("g", 1)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert victims(outcome) == ["low"]
+    noms = nominations(outcome)
+    assert list(noms.values()).count(None) == 1 and "a" in noms.values()
