@@ -1,23 +1,25 @@
 """Dry-run machinery shared by the preemption strategies.
 
-Everything happens on the live snapshot under a checkpoint: victims are taken away with
-journaled removals, the gang is placed with the ordinary `GangPlacer`, and a rollback puts
-the snapshot back exactly. Copying a 5,000-node snapshot per trial would cost more than the
-whole search.
+Everything happens on the live snapshot and is undone exactly: copying a 5,000-node
+snapshot per trial would cost more than the whole search. Victims are held as "rows", one per
+(victim unit, node) with the unit's summed request there, in NumPy arrays.
 
-Two ways to check that a placement still holds when a victim is given back ("reprieved"):
+Two regimes, decided once per attempt:
 
-* exact arithmetic, when only capacity can be affected: the preemptor pods ask for no host
-  ports, pod (anti-)affinity or topology spread, and no victim carries anti-affinity terms.
-  Then a victim matters only on the nodes where preemptor pods were placed, and only through
-  the resource columns those pods request, so a reprieve is a vector comparison against the
-  slack left on those nodes and victims elsewhere are spared without touching the snapshot;
-* re-running the filters of every placed preemptor pod in placement order otherwise (what the
-  KEP calls in-place reprieval), at the cost of a full filter pass per pod.
+* capacity-only ("fast"): the preemptor pods ask for no host ports, pod (anti-)affinity or
+  topology spread, and no victim carries anti-affinity terms. Then capacity is the only
+  thing a victim can change for them: removing victims subtracts their rows from the
+  snapshot's `requested` matrix in one array operation (added back on rollback), and a
+  reprieve is a vector comparison against the slack left on the nodes holding placed
+  preemptor pods, so victims elsewhere are spared without any work;
+* filter-based otherwise: victims leave and return through the snapshot's journal, and a
+  reprieve re-runs the filters of every placed preemptor pod in placement order (what the
+  KEP calls in-place reprieval).
 
 Whatever a search finds is then verified by `GangPlacer.place` on the snapshot without the
 chosen victims: only a set for which the real cycle succeeds is ever returned, and the
-nominations come from that verifying run, which is the placement the next cycle will find.
+nominations come from that verifying run, which is the placement the next cycle will find
+(it tries nominated nodes first).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class PreemptionConfig:
     #: Nodes examined one by one for a lone pod when filters beyond capacity are involved
     #: (upstream examines at least 100 or 10% of the nodes).
     max_slow_nodes: int = 100
+    #: Capacity-only lone-pod search: nodes examined exactly, max(absolute, percentage of
+    #: all nodes), as upstream's minCandidateNodesAbsolute / minCandidateNodesPercentage.
+    lone_pod_nodes_absolute: int = 100
+    lone_pod_nodes_percentage: int = 10
     #: Filter re-runs the in-place reprieve may spend when capacity arithmetic is not exact;
     #: victims not examined within the budget stay victims (always safe).
     slow_reprieve_budget: int = 4000
@@ -58,6 +64,9 @@ class PreemptionConfig:
     #: Backtracking budget of exploratory placement runs (mincost's probes), which are
     #: expected to fail often; verification always uses the scheduler's own cycle config.
     probe_search_budget: int = 64
+
+    def lone_pod_nodes(self, nodes: int) -> int:
+        return max(self.lone_pod_nodes_absolute, nodes * self.lone_pod_nodes_percentage // 100)
 
 
 @dataclass(slots=True)
@@ -138,6 +147,8 @@ class Problem:
     _runs: dict[frozenset[int], list[tuple[Pod, int]] | None] = field(default_factory=dict)
     _costs: dict[frozenset[int], Cost] = field(default_factory=dict)
     potential_pods: int = field(init=False)
+    #: Derived structures computed once per attempt by the searches that need them.
+    memo: dict[str, object] = field(default_factory=dict)
     _undo: list[IndexVector] = field(default_factory=list)
 
     def __post_init__(self) -> None:

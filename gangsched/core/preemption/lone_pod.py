@@ -8,7 +8,8 @@ pods "running outside of the currently considered domain".
 
 Candidate nodes are those where the pod failed for resolvable reasons only. Where capacity is
 the only thing victims can change (the common case) every candidate is checked with vector
-arithmetic; otherwise the filters run node by node for at most `max_slow_nodes` nodes.
+arithmetic (on a shortlist of the most promising max(100, 10%) nodes on big clusters);
+otherwise the filters run node by node for at most `max_slow_nodes` nodes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import numpy as np
 from gangsched.core.framework import IndexVector
 from gangsched.core.model import Pod
 from gangsched.core.preemption.engine import Problem
+from gangsched.core.preemption.prefix import NodeBest, cheapest_rows, prefix_per_node
 from gangsched.core.preemption.victims import VictimUnit, importance_key
+from gangsched.core.snapshot import BoolVector, IntMatrix, IntVector
 
 KeyFactory = Callable[[frozenset[int]], Callable[[VictimUnit], tuple[object, ...]]]
 
@@ -79,7 +82,7 @@ def node_options(problem: Problem, key_factory: KeyFactory) -> list[NodeOption]:
         candidates = has_rows & np.all(slack_all >= 0, axis=1)
         if candidates.any():
             candidates &= problem.static_framework.feasible(ctx, snap)
-        for node in np.flatnonzero(candidates).tolist():
+        for node in _shortlist(problem, candidates, cols, freed - slack_all).tolist():
             rows = rows_on(node)
             units = [problem.units[int(u)] for u in problem.row_unit[rows]]
             need = problem.row_vec[rows][:, cols].tolist()
@@ -119,6 +122,23 @@ def node_options(problem: Problem, key_factory: KeyFactory) -> list[NodeOption]:
         finally:
             snap.rollback(mark)
     return options
+
+
+def _shortlist(
+    problem: Problem, candidates: BoolVector, cols: IntVector, deficit: IntMatrix
+) -> IndexVector:
+    """Candidate nodes to examine exactly. Like upstream, at most max(100, 10% of nodes)
+    (`PreemptionConfig.lone_pod_nodes`); unlike upstream's random sample, the ones whose
+    cheapest sufficient victim prefix is cheapest, found for all nodes in one array pass."""
+    nodes = np.flatnonzero(candidates)
+    limit = problem.config.lone_pod_nodes(len(problem.snap))
+    if nodes.size <= limit:
+        return nodes
+    rows = cheapest_rows(problem)
+    best = NodeBest.empty(len(problem.snap))
+    prefix_per_node(rows, np.flatnonzero(candidates[rows.nodes]), cols, deficit, best)
+    shortlist: IndexVector = np.sort(best.ranked()[:limit])
+    return shortlist
 
 
 def upstream_rank(problem: Problem, option: NodeOption) -> tuple[object, ...]:

@@ -24,23 +24,19 @@ Candidates, each verified by the real cycle before it is costed:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from gangsched.core.cycle import member_order
-from gangsched.core.framework import IndexVector
 from gangsched.core.model import Pod
 from gangsched.core.preemption.cost import victim_cost
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.kep import is_lone_pod, kep_search
 from gangsched.core.preemption.lone_pod import node_options
+from gangsched.core.preemption.prefix import NodeBest, cheapest_rows, prefix_per_node, unit_rows
 from gangsched.core.preemption.victims import VictimUnit, costliest_key
-from gangsched.core.snapshot import BoolVector, IntMatrix, IntVector, Snapshot
+from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
-
-_SEGMENT = np.int64(2**34)
-_PRIO_SHIFT = np.int64(2**32)
 
 
 def mincost_search(problem: Problem) -> Candidate | CannotHelp:
@@ -134,40 +130,6 @@ def staged(problem: Problem) -> Candidate | None:
 
 
 # ----------------------------------------------------------------------------------- greedy
-@dataclass(slots=True)
-class _NodeBest:
-    """Per node: the cost of its cheapest sufficient victim prefix and where it ends."""
-
-    valid: BoolVector
-    viol: IntVector
-    top: IntVector
-    pods: IntVector
-    groups: IntVector
-    oldest: IntVector
-    end: IntVector
-
-    @classmethod
-    def empty(cls, n: int) -> _NodeBest:
-        ints = [np.zeros(n, dtype=np.int64) for _ in range(6)]
-        return cls(np.zeros(n, dtype=np.bool_), *ints)
-
-    def pick(self) -> int | None:
-        nodes = np.flatnonzero(self.valid)
-        if not nodes.size:
-            return None
-        order = np.lexsort(
-            (
-                nodes,
-                -self.oldest[nodes],
-                self.groups[nodes],
-                self.pods[nodes],
-                self.top[nodes],
-                self.viol[nodes],
-            )
-        )
-        return int(nodes[order[0]])
-
-
 def greedy(problem: Problem) -> Candidate | None:
     """Member by member, the node whose cheapest sufficient victim prefix costs least.
 
@@ -182,30 +144,9 @@ def greedy(problem: Problem) -> Candidate | None:
         return None
     snap = problem.snap
     units = problem.units
-    violating = problem.violating
     count = len(units)
-    u_viol = np.zeros(count, dtype=np.int64)
-    if violating:
-        u_viol[list(violating)] = 1
-    u_prio = np.fromiter((u.priority for u in units), dtype=np.int64, count=count)
-    u_size = np.fromiter((u.size for u in units), dtype=np.int64, count=count)
-    u_groups = np.fromiter((len(u.groups) for u in units), dtype=np.int64, count=count)
-    u_created = np.fromiter((u.created for u in units), dtype=np.float64, count=count)
-    index = np.arange(count)
-    # Cheapest first; the unit index (key order) breaks ties deterministically.
-    rank = np.empty(count, dtype=np.int64)
-    rank[np.lexsort((index, -u_created, u_groups, u_size, u_prio, u_viol))] = index
-    created_rank = np.empty(count, dtype=np.int64)
-    created_rank[np.lexsort((index, u_created))] = index
-
-    order = np.lexsort((rank[problem.row_unit], problem.row_node))
-    rows = _Rows(
-        nodes=problem.row_node[order],
-        units=problem.row_unit[order],
-        vecs=problem.row_vec[order],
-        attrs=(u_viol, u_prio, u_size, u_groups, created_rank),
-    )
-    alive = np.ones(len(order), dtype=np.bool_)
+    rows = cheapest_rows(problem)
+    alive = np.ones(len(rows.nodes), dtype=np.bool_)
     position_of_unit = np.argsort(rows.units, kind="stable")
     unit_bounds = np.searchsorted(rows.units[position_of_unit], np.arange(count + 1))
     every_node = np.arange(len(snap))
@@ -215,7 +156,7 @@ def greedy(problem: Problem) -> Candidate | None:
     framework = problem.framework
     chosen: dict[int, VictimUnit] = {}
     placement: list[tuple[Pod, int]] = []
-    best = _NodeBest.empty(len(snap))
+    best = NodeBest.empty(len(snap))
     member_class: object = None
     statics: dict[object, BoolVector] = {}
     dirty: set[int] = set()
@@ -244,7 +185,7 @@ def greedy(problem: Problem) -> Candidate | None:
             key = (ctx.request.tobytes(), spec)
             if key != member_class:
                 member_class = key
-                best = _NodeBest.empty(len(snap))
+                best = NodeBest.empty(len(snap))
                 live = np.flatnonzero(alive)
             elif dirty:
                 touched = np.array(sorted(dirty), dtype=np.intp)
@@ -257,7 +198,7 @@ def greedy(problem: Problem) -> Candidate | None:
             dirty = set()
             live = live[static[rows.nodes[live]]]
             if live.size:
-                _prefix_per_node(rows, live, cols, deficit, best)
+                prefix_per_node(rows, live, cols, deficit, best)
             target = best.pick()
             if target is None:
                 continue
@@ -271,7 +212,7 @@ def greedy(problem: Problem) -> Candidate | None:
                     lo, hi = unit_bounds[unit_index], unit_bounds[unit_index + 1]
                     alive[position_of_unit[lo:hi]] = False
                     dirty.update(unit.nodes)
-            problem.remove(taken, _unit_rows(problem, taken))
+            problem.remove(taken, unit_rows(problem, taken))
             snap.assume(pod, target)
             placement.append((pod, target))
             dirty.add(target)
@@ -281,61 +222,6 @@ def greedy(problem: Problem) -> Candidate | None:
     finally:
         problem.rollback(mark)
     return problem.verify(kept, "mincost/greedy", problem.potential_pods)
-
-
-def _unit_rows(problem: Problem, units: list[VictimUnit]) -> IndexVector:
-    spans = [np.arange(problem.row_start[u.index], problem.row_start[u.index + 1]) for u in units]
-    return np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
-
-
-@dataclass(slots=True)
-class _Rows:
-    """Victim rows sorted by node, then cheapest first, with the units' cost attributes."""
-
-    nodes: IndexVector
-    units: IndexVector
-    vecs: IntMatrix
-    attrs: tuple[IntVector, IntVector, IntVector, IntVector, IntVector]
-
-
-def _prefix_per_node(
-    rows: _Rows, live: IndexVector, cols: IntVector, deficit: IntMatrix, best: _NodeBest
-) -> None:
-    """For the nodes of `live` rows (positions into `rows`, ascending), the first prefix of
-    their live rows that covers the node's deficit, and its cost; written into `best`."""
-    u_viol, u_prio, u_size, u_groups, created_rank = rows.attrs
-    nodes = rows.nodes[live]
-    unit_ids = rows.units[live]
-    starts_mask = np.empty(len(nodes), dtype=np.bool_)
-    starts_mask[0] = True
-    np.not_equal(nodes[1:], nodes[:-1], out=starts_mask[1:])
-    segment = np.cumsum(starts_mask) - 1
-    starts = np.flatnonzero(starts_mask)
-
-    def seg_cumsum(values: IntMatrix) -> IntMatrix:
-        total = np.cumsum(values, axis=0)
-        before = total[starts] - values[starts]
-        result: IntMatrix = total - before[segment]
-        return result
-
-    freed = rows.vecs[live][:, cols]
-    enough = np.all(seg_cumsum(freed) >= deficit[nodes], axis=1)
-    if not enough.any():
-        return
-    ok = np.flatnonzero(enough)
-    first = np.ones(len(ok), dtype=np.bool_)
-    first[1:] = segment[ok[1:]] != segment[ok[:-1]]
-    ends = ok[first]
-    base = segment * _SEGMENT
-    at = nodes[ends]
-    best.valid[at] = True
-    best.viol[at] = seg_cumsum(u_viol[unit_ids])[ends]
-    best.top[at] = (np.maximum.accumulate(base + u_prio[unit_ids] + _PRIO_SHIFT) - base)[ends]
-    best.pods[at] = seg_cumsum(u_size[unit_ids])[ends]
-    best.groups[at] = seg_cumsum(u_groups[unit_ids])[ends]
-    # Youngest first: the larger the oldest victim's creation rank, the better.
-    best.oldest[at] = (base - np.maximum.accumulate(base - created_rank[unit_ids]))[ends]
-    best.end[at] = live[ends]
 
 
 def _largest_first(pods: list[Pod], snap: Snapshot) -> list[Pod]:

@@ -1,0 +1,151 @@
+"""Per-node cheapest sufficient victim prefixes, for every node at once.
+
+The victim rows (one per unit and node, see `Problem`) are sorted by node and, within a node,
+cheapest first (no PDB violation before any, lower priority, fewer pods, fewer groups,
+younger). For a pod with a given capacity deficit per node, a cumulative sum inside each
+node's segment finds the first prefix that frees enough, and segment-wise cumulative sums and
+maxima give that prefix's cost. A handful of NumPy passes over all rows, no loop over nodes:
+this is what lets mincost's greedy and the lone-pod search look at 5,000 nodes cheaply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gangsched.core.framework import IndexVector
+from gangsched.core.preemption.engine import Problem
+from gangsched.core.preemption.victims import VictimUnit
+from gangsched.core.snapshot import BoolVector, IntMatrix, IntVector
+
+_SEGMENT = np.int64(2**34)
+_PRIO_SHIFT = np.int64(2**32)
+
+
+@dataclass(slots=True)
+class Rows:
+    """Victim rows sorted by node, then cheapest first, with the units' cost attributes."""
+
+    nodes: IndexVector
+    units: IndexVector
+    vecs: IntMatrix
+    #: Per unit: PDB violator (0/1), priority, pods, groups, creation rank (oldest = 0).
+    attrs: tuple[IntVector, IntVector, IntVector, IntVector, IntVector]
+
+
+def cheapest_rows(problem: Problem) -> Rows:
+    """The problem's rows in node order, cheapest victim first (computed once per problem)."""
+    cached = problem.memo.get("cheapest_rows")
+    if isinstance(cached, Rows):
+        return cached
+    units = problem.units
+    count = len(units)
+    u_viol = np.zeros(count, dtype=np.int64)
+    if problem.violating:
+        u_viol[list(problem.violating)] = 1
+    u_prio = np.fromiter((u.priority for u in units), dtype=np.int64, count=count)
+    u_size = np.fromiter((u.size for u in units), dtype=np.int64, count=count)
+    u_groups = np.fromiter((len(u.groups) for u in units), dtype=np.int64, count=count)
+    u_created = np.fromiter((u.created for u in units), dtype=np.float64, count=count)
+    index = np.arange(count)
+    # Cheapest first; the unit index (key order) breaks ties deterministically.
+    rank = np.empty(count, dtype=np.int64)
+    rank[np.lexsort((index, -u_created, u_groups, u_size, u_prio, u_viol))] = index
+    created_rank = np.empty(count, dtype=np.int64)
+    created_rank[np.lexsort((index, u_created))] = index
+    order = np.lexsort((rank[problem.row_unit], problem.row_node))
+    rows = Rows(
+        nodes=problem.row_node[order],
+        units=problem.row_unit[order],
+        vecs=problem.row_vec[order],
+        attrs=(u_viol, u_prio, u_size, u_groups, created_rank),
+    )
+    problem.memo["cheapest_rows"] = rows
+    return rows
+
+
+@dataclass(slots=True)
+class NodeBest:
+    """Per node: the cost of its cheapest sufficient victim prefix and where it ends."""
+
+    valid: BoolVector
+    viol: IntVector
+    top: IntVector
+    pods: IntVector
+    groups: IntVector
+    oldest: IntVector
+    end: IntVector
+
+    @classmethod
+    def empty(cls, n: int) -> NodeBest:
+        ints = [np.zeros(n, dtype=np.int64) for _ in range(6)]
+        return cls(np.zeros(n, dtype=np.bool_), *ints)
+
+    def ranked(self) -> IndexVector:
+        """Valid nodes, cheapest prefix first (ties: node index, i.e. name order)."""
+        nodes = np.flatnonzero(self.valid)
+        order = np.lexsort(
+            (
+                nodes,
+                # Youngest first: the larger the oldest victim's creation rank, the better.
+                -self.oldest[nodes],
+                self.groups[nodes],
+                self.pods[nodes],
+                self.top[nodes],
+                self.viol[nodes],
+            )
+        )
+        ranked: IndexVector = nodes[order]
+        return ranked
+
+    def pick(self) -> int | None:
+        ranked = self.ranked()
+        return int(ranked[0]) if ranked.size else None
+
+
+def prefix_per_node(
+    rows: Rows, live: IndexVector, cols: IntVector, deficit: IntMatrix, best: NodeBest
+) -> None:
+    """For the nodes of `live` rows (positions into `rows`, ascending), the first prefix of
+    their live rows that covers the node's deficit, and its cost; written into `best`."""
+    if not live.size:
+        return
+    u_viol, u_prio, u_size, u_groups, created_rank = rows.attrs
+    nodes = rows.nodes[live]
+    unit_ids = rows.units[live]
+    starts_mask = np.empty(len(nodes), dtype=np.bool_)
+    starts_mask[0] = True
+    np.not_equal(nodes[1:], nodes[:-1], out=starts_mask[1:])
+    segment = np.cumsum(starts_mask) - 1
+    starts = np.flatnonzero(starts_mask)
+
+    def seg_cumsum(values: IntMatrix) -> IntMatrix:
+        total = np.cumsum(values, axis=0)
+        before = total[starts] - values[starts]
+        result: IntMatrix = total - before[segment]
+        return result
+
+    freed = rows.vecs[live][:, cols]
+    enough = np.all(seg_cumsum(freed) >= deficit[nodes], axis=1)
+    if not enough.any():
+        return
+    ok = np.flatnonzero(enough)
+    first = np.ones(len(ok), dtype=np.bool_)
+    first[1:] = segment[ok[1:]] != segment[ok[:-1]]
+    ends = ok[first]
+    base = segment * _SEGMENT
+    at = nodes[ends]
+    best.valid[at] = True
+    best.viol[at] = seg_cumsum(u_viol[unit_ids])[ends]
+    best.top[at] = (np.maximum.accumulate(base + u_prio[unit_ids] + _PRIO_SHIFT) - base)[ends]
+    best.pods[at] = seg_cumsum(u_size[unit_ids])[ends]
+    best.groups[at] = seg_cumsum(u_groups[unit_ids])[ends]
+    best.oldest[at] = (base - np.maximum.accumulate(base - created_rank[unit_ids]))[ends]
+    best.end[at] = live[ends]
+
+
+def unit_rows(problem: Problem, units: list[VictimUnit]) -> IndexVector:
+    """The problem's row positions (unit order, not `Rows` order) of `units`."""
+    spans = [np.arange(problem.row_start[u.index], problem.row_start[u.index + 1]) for u in units]
+    return np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
