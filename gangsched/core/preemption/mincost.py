@@ -94,15 +94,13 @@ def staged(problem: Problem) -> Candidate | None:
     found: dict[int, list[VictimUnit]] = {}
 
     def attempt(k: int) -> bool:
-        last = k == len(prefixes) - 1
-        if last and problem.all_removed is None:
-            return False
+        reuse = k == len(prefixes) - 1 and problem.all_removed is not None
         mark = problem.mark()
         try:
             problem.remove(prefixes[k])
-            if last:
+            if reuse:
                 assert problem.all_removed is not None
-                placement = problem.all_removed  # the same run kep already made
+                placement = problem.all_removed  # the very run kep already made
                 for pod, node in placement:
                     problem.snap.assume(pod, node)
             else:

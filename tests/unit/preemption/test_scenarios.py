@@ -591,3 +591,48 @@ def test_lone_pod_binds_after_its_victims_are_gone(strategy: str) -> None:
     assert done.evicted == ["r0"]
     assert done.bound == {"p": "n3"}
     assert sum(1 for r in done.reports if getattr(r, "result", "") == "waiting_on_preemption") == 1
+
+
+def test_mincost_greedy_prefers_one_big_victim_over_three_small() -> None:
+    """With every victim gone all nodes look alike and the cycle takes the first by name,
+    where three small pods run: kep evicts six pods. Placing each member on the node whose
+    cheapest sufficient victims are cheapest evicts two."""
+    state = cluster(
+        [node(n, 3000) for n in ("a1", "a2", "b1", "b2")],
+        [
+            pod(f"{n}-{i}", 1000, prio=LOW, node=n, created=i)
+            for n in ("a1", "a2")
+            for i in (1, 2, 3)
+        ]
+        + [pod(f"{n}-big", 3000, prio=LOW, node=n, created=1) for n in ("b1", "b2")]
+        + _gang("g", 2, 3000),
+        [group("g", 2)],
+    )
+    kep, _ = preempt(state, ref("g"), KEP)
+    assert len(kep.victims) == 6
+    cheap, _ = preempt(state, ref("g"), MINCOST)
+    assert victims(cheap) == ["b1-big", "b2-big"]
+    assert "greedy" in cheap.message
+    done = settle(state, MINCOST)
+    assert sorted(done.evicted) == ["b1-big", "b2-big"]
+    assert sorted(done.bound.values()) == ["b1", "b2"]
+
+
+def test_mincost_avoids_a_pdb_violation_kep_commits() -> None:
+    protected = {"app": "db"}
+    state = cluster(
+        [node("a", 2000), node("b", 2000), node("c", 2000)],
+        [
+            pod("db", 2000, prio=LOW, node="a", labels=protected),
+            pod("batch", 2000, prio=LOW, node="b"),
+            pod("web", 1000, prio=HIGH + 1, node="c"),
+            *_gang("g", 2, 1000),
+        ],
+        [group("g", 2)],
+        [budget("db", 0, app="db")],
+    )
+    kep, _ = preempt(state, ref("g"), KEP)
+    assert kep.pdb_violations == 1 and "db" in victims(kep)
+    cheap, _ = preempt(state, ref("g"), MINCOST)
+    assert victims(cheap) == ["batch"]
+    assert cheap.pdb_violations == 0
