@@ -13,7 +13,7 @@ from typing import Protocol
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember, GangPlacer
-from gangsched.core.decisions import Bind, Decision, Event, GroupOutcome, SetCondition
+from gangsched.core.decisions import Bind, Decision, Event, GroupOutcome, Nominate, SetCondition
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
 from gangsched.core.plugins import ScoringConfig, build_framework
@@ -211,6 +211,9 @@ class Scheduler:
         placed: set[str] = set()
         for pod, node in result.placements:
             node_name = self.cluster.snapshot.nodes[node].name
+            if pod.nominated_node_name is not None:
+                # The reservation is used: clear it so status shows no stale nomination.
+                decisions.append(Nominate(pod=pod.key, uid=pod.uid, node=None))
             self.cluster.bind(pod, node_name)
             placed.add(pod.key)
             decisions.append(Bind(pod=pod.key, uid=pod.uid, node=node_name, group=gang.key))

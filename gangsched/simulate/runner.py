@@ -166,9 +166,8 @@ def _apply(
             pod = cluster.pods.get(decision.pod)
             if pod is not None:
                 cluster.nominate(pod, decision.node)
-            if decision.node is None:
-                result.nominated.pop(decision.pod, None)
-            else:
+            if decision.node is not None:
+                # Reported as "the node freed for it", even once the pod binds there.
                 result.nominated[decision.pod] = decision.node
             step.nominated.append((decision.pod, decision.node))
         elif isinstance(decision, SetCondition) and decision.type == "PodScheduled":

@@ -1,0 +1,131 @@
+"""Runs `gangsched run` as a real process against the e2e control plane, as its ServiceAccount.
+
+The CRDs and manifests/ (namespace, ServiceAccount, least-privilege ClusterRole) are applied
+first and gangsched authenticates with a token of that ServiceAccount, so a permission missing
+from the shipped ClusterRole fails these tests instead of hiding behind cluster-admin.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO_ROOT, Cluster, free_ports
+
+
+@dataclass
+class Gangsched:
+    process: subprocess.Popen[bytes]
+    log: Path
+    metrics_url: str
+    kubeconfig: Path
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"{self.metrics_url}/metrics", timeout=5) as response:
+            return response.read().decode()
+
+    def assert_alive(self) -> None:
+        if self.process.poll() is not None:
+            pytest.fail(f"gangsched exited with {self.process.returncode}:\n{self.log_tail()}")
+
+
+def install(cluster: Cluster) -> None:
+    cluster.kubectl("apply", "-f", str(REPO_ROOT / "crds"))
+    cluster.kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd", "--all")
+    cluster.kubectl("apply", "-f", str(REPO_ROOT / "manifests"))
+
+
+def service_account_kubeconfig(cluster: Cluster, out: Path) -> Path:
+    env = {**os.environ, "KUBECTL": str(cluster.kubectl_path)}
+    proc = subprocess.run(
+        [str(REPO_ROOT / "hack" / "sa-kubeconfig.sh"), str(cluster.kubeconfig), str(out), "2h"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"cannot create the ServiceAccount kubeconfig:\n{proc.stderr}")
+    return out
+
+
+def start(cluster: Cluster, workdir: Path, *, name: str = "gangsched-e2e") -> Gangsched:
+    install(cluster)
+    kubeconfig = service_account_kubeconfig(cluster, workdir / f"{name}.kubeconfig")
+    metrics_port, health_port = free_ports(2)
+    config = workdir / f"{name}.yaml"
+    config.write_text(
+        "schedulerName: gangsched\n"
+        f"metricsAddress: 127.0.0.1:{metrics_port}\n"
+        f"healthAddress: 127.0.0.1:{health_port}\n"
+        "logFormat: json\n"
+        "backoff: {initialSeconds: 0.5, maxSeconds: 2}\n"
+        "leaderElection: {enabled: true, leaseNamespace: gangsched-system, "
+        f"leaseName: {name}}}\n"
+    )
+    log = workdir / f"{name}.log"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gangsched.cli",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--config",
+            str(config),
+            "--identity",
+            name,
+        ],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        cwd=REPO_ROOT,
+    )
+    running = Gangsched(process, log, f"http://127.0.0.1:{metrics_port}", kubeconfig)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        running.assert_alive()
+        try:
+            with urllib.request.urlopen(f"{running.metrics_url}/readyz", timeout=2) as r:
+                if r.status == 200:
+                    return running
+        except OSError:
+            pass
+        time.sleep(0.3)
+    stop(running)
+    pytest.fail(f"gangsched did not become ready within 90s:\n{running.log_tail()}")
+
+
+def stop(running: Gangsched) -> int | None:
+    if running.process.poll() is None:
+        running.process.send_signal(signal.SIGTERM)
+        try:
+            running.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            running.process.kill()
+            running.process.wait(timeout=10)
+    return running.process.returncode
+
+
+@pytest.fixture(scope="module")
+def gangsched(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gangsched]:
+    running = start(cluster, tmp_path_factory.mktemp("gangsched"))
+    yield running
+    code = stop(running)
+    assert "Traceback" not in running.log.read_text(errors="replace"), running.log_tail(200)
+    assert code == 0, f"gangsched exited {code} on SIGTERM:\n{running.log_tail()}"

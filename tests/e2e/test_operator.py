@@ -1,0 +1,304 @@
+"""`gangsched run` on a real control plane, as its own ServiceAccount (see operator_fixture).
+
+Every test works in its own namespace on its own kwok nodes (labelled with the test's id and
+selected by its pods), so tests share one scheduler process without sharing capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from gangsched.core.quantity import to_milli
+
+from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
+from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.e2e
+
+SIGS = "scheduling.sigs.k8s.io/v1alpha1"
+X_K8S = "scheduling.x-k8s.io/v1alpha1"
+UPSTREAM = "scheduling.k8s.io/v1beta1"
+HIGH, LOW = "e2e-high", "e2e-low"
+
+
+class Env:
+    """One test's namespace, nodes and helpers."""
+
+    def __init__(self, kube: Kube, sched: Gangsched) -> None:
+        self.kube = kube
+        self.sched = sched
+        self.id = unique_name("t")
+        self.ns = self.id
+        self.nodes: list[str] = []
+
+    async def setup(self) -> None:
+        await self.kube.create("/api/v1/namespaces", {"metadata": {"name": self.ns}})
+        for name, value in ((HIGH, 1_000_000), (LOW, 1_000)):
+            await self.kube.apply(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                    "preemptionPolicy": "PreemptLowerPriority",
+                }
+            )
+
+    async def add_nodes(self, count: int, cpu: str = "4") -> list[str]:
+        names = [f"{self.id}-n{len(self.nodes) + i}" for i in range(count)]
+        for name in names:
+            await self.kube.create(
+                "/api/v1/nodes", fake_node(name, cpu=cpu, labels={"e2e-test": self.id})
+            )
+        self.nodes += names
+        for name in names:
+            await self.kube.wait_for_object(
+                f"/api/v1/nodes/{name}",
+                lambda n: (condition(n, "Ready") or {}).get("status") == "True",
+                what=f"node {name} Ready",
+            )
+        return names
+
+    def pod(self, name: str, *, cpu: str, group: str | None = None, **kwargs: Any) -> JSON:
+        labels = dict(kwargs.pop("labels", {}) or {})
+        if group is not None:
+            labels["pod-group.scheduling.sigs.k8s.io"] = group
+        extra = dict(kwargs.pop("extra_spec", {}) or {})
+        extra.setdefault("nodeSelector", {"e2e-test": self.id})
+        extra.setdefault("terminationGracePeriodSeconds", 1)
+        return pod_manifest(
+            name, namespace=self.ns, cpu=cpu, labels=labels, extra_spec=extra, **kwargs
+        )
+
+    def pod_group(self, name: str, min_member: int, **spec: Any) -> JSON:
+        return {
+            "apiVersion": SIGS,
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": self.ns},
+            "spec": {"minMember": min_member, **spec},
+        }
+
+    async def create_pod(self, body: JSON) -> JSON:
+        return await self.kube.create(f"/api/v1/namespaces/{self.ns}/pods", body)
+
+    async def pods(self) -> dict[str, JSON]:
+        items = (await self.kube.get(f"/api/v1/namespaces/{self.ns}/pods"))["items"]
+        return {p["metadata"]["name"]: p for p in items}
+
+    async def wait_bound(self, names: list[str], timeout: float = 60.0) -> dict[str, str]:
+        async def check() -> dict[str, str] | None:
+            pods = await self.pods()
+            nodes = {n: (pods.get(n) or {}).get("spec", {}).get("nodeName") for n in names}
+            return nodes if all(nodes.values()) else None  # type: ignore[return-value]
+
+        self.sched.assert_alive()
+        return await wait_for(check, timeout=timeout, interval=0.3, what=f"{names} bound")
+
+    async def cleanup(self) -> None:
+        await self.kube.delete(f"/api/v1/namespaces/{self.ns}")
+        for name in self.nodes:
+            await self.kube.delete(f"/api/v1/nodes/{name}")
+
+
+@pytest.fixture
+async def env(kube: Kube, gangsched: Gangsched) -> Any:  # noqa: F811
+    e = Env(kube, gangsched)
+    await e.setup()
+    yield e
+    await e.cleanup()
+
+
+def node_usage(pods: dict[str, JSON]) -> dict[str, int]:
+    used: dict[str, int] = defaultdict(int)
+    for pod in pods.values():
+        node = pod["spec"].get("nodeName")
+        if node and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+            for c in pod["spec"]["containers"]:
+                used[node] += to_milli(c["resources"]["requests"]["cpu"])
+    return used
+
+
+async def test_seed_walkthrough_preempts_both_and_binds_one_per_node(env: Env) -> None:
+    n1, n2 = await env.add_nodes(2, cpu="4")
+    for i, node in enumerate((n1, n2), start=1):
+        await env.create_pod(
+            env.pod(
+                f"lp-pod-{i}",
+                cpu="4",
+                scheduler_name="other",
+                priority_class_name=LOW,
+                node_name=node,
+            )
+        )
+    await env.kube.create(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups",
+        env.pod_group("hp-training-job", 2, scheduleTimeoutSeconds=300),
+    )
+    for i in (1, 2):
+        await env.create_pod(
+            env.pod(f"hp-worker-{i}", cpu="3", group="hp-training-job", priority_class_name=HIGH)
+        )
+
+    # Victims get the DisruptionTarget condition naming the gang, then go away.
+    seen: dict[str, str] = {}
+
+    async def victims_marked_or_gone() -> bool:
+        pods = await env.pods()
+        for name in ("lp-pod-1", "lp-pod-2"):
+            cond = condition(pods[name], "DisruptionTarget") if name in pods else None
+            if cond:
+                seen[name] = f"{cond['reason']}|{cond['message']}"
+        return len(seen) == 2 or not ({"lp-pod-1", "lp-pod-2"} & set(pods))
+
+    await wait_for(victims_marked_or_gone, timeout=60, interval=0.1, what="victims marked")
+    for text in seen.values():
+        reason, message = text.split("|", 1)
+        assert reason == "PreemptionByScheduler"
+        assert message.startswith(
+            "gangsched: preempting to accommodate a higher priority pod group, "
+            f"preemptor: {env.ns}/hp-training-job, triggerpod: {env.ns}/hp-worker-"
+        )
+    bound = await env.wait_bound(["hp-worker-1", "hp-worker-2"], timeout=90)
+    assert sorted(bound.values()) == sorted([n1, n2]), "one member per node"
+    pods = await env.pods()
+    assert "lp-pod-1" not in pods and "lp-pod-2" not in pods
+    events = await env.kube.get(
+        f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events", fieldSelector="reason=Preempted"
+    )
+    related = {e.get("related", {}).get("name") for e in events["items"]}
+    assert related == {"hp-training-job"}
+
+
+async def test_gang_that_cannot_fit_reports_then_binds_whole_when_capacity_appears(
+    env: Env,
+) -> None:
+    await env.add_nodes(1, cpu="4")
+    await env.kube.create(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups", env.pod_group("big", 3))
+    names = [f"big-{i}" for i in range(3)]
+    for name in names:
+        await env.create_pod(env.pod(name, cpu="2", group="big"))
+
+    async def reported() -> JSON | None:
+        pods = await env.pods()
+        conds = [condition(pods[n], "PodScheduled") for n in names]
+        return pods if all(c and c["status"] == "False" for c in conds) else None
+
+    pods = await wait_for(reported, timeout=60, what="PodScheduled=False on every member")
+    cond = condition(pods["big-0"], "PodScheduled") or {}
+    assert cond["reason"] == "Unschedulable"
+    assert "minCount (3) cannot be satisfied" in cond["message"]
+    assert "Insufficient cpu" in cond["message"]
+    assert not any(p["spec"].get("nodeName") for p in pods.values())
+    group = await env.kube.wait_for_object(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/big",
+        lambda g: (condition(g, "PodGroupScheduled") or {}).get("status") == "False",
+        what="PodGroup condition",
+    )
+    assert (condition(group, "PodGroupScheduled") or {})["reason"] == "Unschedulable"
+    events = await env.kube.get(
+        f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events",
+        fieldSelector="reason=FailedScheduling",
+    )
+    assert any(e["regarding"]["kind"] == "PodGroup" for e in events["items"])
+
+    await env.add_nodes(1, cpu="4")
+    bound = await env.wait_bound(names, timeout=60)
+    assert len(bound) == 3
+    group = await env.kube.wait_for_object(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/big",
+        lambda g: g.get("status", {}).get("scheduled") == 3,
+        what="PodGroup status.scheduled=3",
+    )
+    assert group["status"]["phase"] in ("Scheduled", "Running")
+
+
+async def test_members_created_one_by_one_bind_only_when_min_member_exist(env: Env) -> None:
+    await env.add_nodes(1, cpu="8")
+    await env.kube.create(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups", env.pod_group("slow", 3))
+    for i in range(2):
+        await env.create_pod(env.pod(f"slow-{i}", cpu="1", group="slow"))
+        await asyncio.sleep(2.0)
+        pods = await env.pods()
+        assert not any(p["spec"].get("nodeName") for p in pods.values()), "bound too early"
+    pods = await env.pods()
+    cond = condition(pods["slow-0"], "PodScheduled") or {}
+    assert "waiting for 1 more" in cond.get("message", ""), cond
+    await env.create_pod(env.pod("slow-2", cpu="1", group="slow"))
+    bound = await env.wait_bound(["slow-0", "slow-1", "slow-2"])
+    assert len(bound) == 3
+
+
+async def test_upstream_and_x_k8s_dialects_are_gang_scheduled(env: Env) -> None:
+    await env.add_nodes(2, cpu="4")
+    await env.kube.create(
+        f"/apis/{UPSTREAM}/namespaces/{env.ns}/podgroups",
+        {
+            "apiVersion": UPSTREAM,
+            "kind": "PodGroup",
+            "metadata": {"name": "up", "namespace": env.ns},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        },
+    )
+    await env.kube.create(
+        f"/apis/{X_K8S}/namespaces/{env.ns}/podgroups",
+        {
+            "apiVersion": X_K8S,
+            "kind": "PodGroup",
+            "metadata": {"name": "xk", "namespace": env.ns},
+            "spec": {"minMember": 2},
+        },
+    )
+    for i in range(2):
+        await env.create_pod(
+            env.pod(f"up-{i}", cpu="1", extra_spec={"schedulingGroup": {"podGroupName": "up"}})
+        )
+        await env.create_pod(
+            env.pod(f"xk-{i}", cpu="1", labels={"scheduling.x-k8s.io/pod-group": "xk"})
+        )
+    bound = await env.wait_bound(["up-0", "up-1", "xk-0", "xk-1"], timeout=90)
+    assert len(bound) == 4
+
+
+async def test_many_gangs_of_mixed_sizes_and_priorities_fit_whole_without_overcommit(
+    env: Env,
+) -> None:
+    await env.add_nodes(4, cpu="8")  # 32 CPUs
+    sizes = [2, 3, 4, 5, 6, 8, 3, 2, 7, 4]  # 44 pods of 1 CPU: not all gangs fit
+    for g, size in enumerate(sizes):
+        name = f"g{g}"
+        await env.kube.create(
+            f"/apis/{SIGS}/namespaces/{env.ns}/podgroups", env.pod_group(name, size)
+        )
+        for m in range(size):
+            await env.create_pod(
+                env.pod(
+                    f"{name}-{m}",
+                    cpu="1",
+                    group=name,
+                    priority_class_name=HIGH if g % 3 == 0 else LOW,
+                )
+            )
+
+    async def settled() -> dict[str, JSON] | None:
+        pods = await env.pods()
+        bound = sum(1 for p in pods.values() if p["spec"].get("nodeName"))
+        return pods if bound >= 28 else None
+
+    await wait_for(settled, timeout=120, interval=0.5, what="most gangs bound")
+    await asyncio.sleep(3)  # let any in-flight binds land
+    pods = await env.pods()
+    per_group: dict[str, int] = defaultdict(int)
+    for name, pod in pods.items():
+        if pod["spec"].get("nodeName"):
+            per_group[name.split("-")[0]] += 1
+    for g, size in enumerate(sizes):
+        assert per_group.get(f"g{g}", 0) in (0, size), f"g{g} partially bound"
+    for node, used in node_usage(pods).items():
+        assert used <= 8000, f"{node} overcommitted: {used}m"
+    free = 32 - sum(per_group.values())
+    unplaced = [s for g, s in enumerate(sizes) if per_group.get(f"g{g}", 0) == 0]
+    assert all(s > free for s in unplaced), "a gang that fits was left pending"
