@@ -38,6 +38,7 @@ from gangsched.core.preemption.victims import (
     victim_priority,
 )
 from gangsched.core.scheduler import PreemptionOutcome
+from gangsched.core.status import Code
 
 KEP = "kep"
 MINCOST = "mincost"
@@ -89,6 +90,11 @@ class WorkloadPreemptor:
     def _preempt(
         self, gang: Gang, failed: CycleResult, cluster: ClusterState, framework: Framework
     ) -> PreemptionOutcome:
+        if failed.code is not Code.UNSCHEDULABLE:
+            # Never preempt for a group the cycle can place (or that waits or is invalid).
+            return self._outcome(
+                False, f"preemption not attempted: cycle result {failed.code.value}"
+            )
         if not gang.pending:
             return self._outcome(False, cannot_help("the group has no pending pods"))
         if preemption_disabled(gang, cluster):
