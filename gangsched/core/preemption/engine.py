@@ -55,9 +55,9 @@ class PreemptionConfig:
     #: all nodes), as upstream's minCandidateNodesAbsolute / minCandidateNodesPercentage.
     lone_pod_nodes_absolute: int = 100
     lone_pod_nodes_percentage: int = 10
-    #: Filter re-runs the in-place reprieve may spend when capacity arithmetic is not exact;
-    #: victims not examined within the budget stay victims (always safe).
-    slow_reprieve_budget: int = 4000
+    #: Preemptor-pod filter re-runs the in-place reprieve may spend when capacity arithmetic
+    #: is not exact; victims not examined within the budget stay victims (always safe).
+    slow_reprieve_budget: int = 2000
     #: Full placement runs the fallback reprieve may spend when a verified set must be built
     #: one victim at a time.
     verify_budget: int = 64
@@ -128,6 +128,8 @@ class Problem:
     units: list[VictimUnit] = field(init=False)
     #: Capacity arithmetic is exact (see module docstring).
     fast: bool = field(init=False)
+    #: Victims can only matter on their own nodes (no inter-pod terms anywhere involved).
+    node_local: bool = field(init=False)
     #: Capacity held for nominated pods that outrank the preemptor.
     reserved: IntMatrix | None = field(init=False)
     #: Filters other than capacity: unaffected by victims in the fast path.
@@ -159,8 +161,10 @@ class Problem:
             # A request for a resource no node has adds a column: do it before any matrix
             # is sliced, so every vector and matrix of the search has the same width.
             self.snap.vector(pod)
-        self.fast = not any(_needs_filters(pod) for pod in pending) and not any(
-            pod.anti_affinity for unit in self.units for pod, _ in unit.placed
+        victims_repel = any(pod.anti_affinity for unit in self.units for pod, _ in unit.placed)
+        self.fast = not any(_needs_filters(pod) for pod in pending) and not victims_repel
+        self.node_local = not victims_repel and not any(
+            pod.affinity or pod.anti_affinity or pod.spread for pod in pending
         )
         lowest = min((pod.priority for pod in pending), default=self.priority)
         self.reserved = self.snap.reserved(min(lowest, self.priority), None)
@@ -384,30 +388,40 @@ class Problem:
     def _reprieve_slow(
         self, victims: Sequence[VictimUnit], placement: Sequence[tuple[Pod, int]], key: UnitKey
     ) -> list[VictimUnit]:
+        """Filter-based reprieve. When nothing reaches beyond a node (host ports are the only
+        pod-dependent constraint), a victim can only affect the preemptor pods on its own
+        nodes: victims elsewhere are spared unchecked and only those pods are re-checked."""
         budget = self.config.slow_reprieve_budget
+        members = {node for _, node in placement}
         kept: list[VictimUnit] = []
         for unit in sorted(victims, key=key):
+            near = [node for node in unit.nodes if node in members]
+            if self.node_local and not near:
+                continue  # spared: it cannot matter to any check made here
             if budget <= 0:
                 kept.append(unit)
                 continue
-            budget -= max(1, len(placement))
+            scope = set(near) if self.node_local else None
+            budget -= sum(1 for _, n in placement if scope is None or n in scope) or 1
             mark = self.mark()
             self.restore([unit])
-            if not self.holds(placement):
+            if not self.holds(placement, scope):
                 self.rollback(mark)
                 kept.append(unit)
         return kept
 
-    def holds(self, placement: Sequence[tuple[Pod, int]]) -> bool:
-        """Every placed preemptor pod still passes the filters on its node, re-placed in
-        order so that each sees only the ones before it (as in the cycle)."""
+    def holds(self, placement: Sequence[tuple[Pod, int]], nodes: set[int] | None = None) -> bool:
+        """Every placed preemptor pod (on `nodes`, if given) still passes the filters on its
+        node, re-placed in order so that each sees only the ones before it (as in the
+        cycle)."""
         snap = self.snap
         framework = self.framework
+        checked = [(pod, node) for pod, node in placement if nodes is None or node in nodes]
         mark = snap.checkpoint()
         try:
-            for pod, node in placement:
+            for pod, node in checked:
                 snap.remove_at(pod, node)
-            for pod, node in placement:
+            for pod, node in checked:
                 ctx = framework.context(pod, snap)
                 if not framework.feasible(ctx, snap)[node]:
                     return False
