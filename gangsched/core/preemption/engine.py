@@ -6,12 +6,13 @@ snapshot per trial would cost more than the whole search. Victims are held as "r
 
 Two regimes, decided once per attempt:
 
-* capacity-only ("fast"): the preemptor pods ask for no host ports, pod (anti-)affinity or
-  topology spread, and no victim carries anti-affinity terms. Then capacity is the only
-  thing a victim can change for them: removing victims subtracts their rows from the
-  snapshot's `requested` matrix in one array operation (added back on rollback), and a
-  reprieve is a vector comparison against the slack left on the nodes holding placed
-  preemptor pods, so victims elsewhere are spared without any work;
+* node-local ("fast"): the preemptor pods ask for no pod (anti-)affinity or topology
+  spread, and no victim carries anti-affinity terms. Then a victim can only matter on its
+  own node, through capacity and host ports: removing victims subtracts their rows from the
+  snapshot's `requested` matrix in one array operation and takes port holders out of their
+  node's pod map (both undone on rollback), and a reprieve is a vector comparison (plus a
+  port check) against what is left on the nodes holding placed preemptor pods, so victims
+  elsewhere are spared without any work;
 * filter-based otherwise: victims leave and return through the snapshot's journal, and a
   reprieve re-runs the filters of every placed preemptor pod in placement order (what the
   KEP calls in-place reprieval).
@@ -32,7 +33,7 @@ import numpy as np
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleResult, Gang, GangPlacer
 from gangsched.core.framework import Framework, IndexVector
-from gangsched.core.model import Pod
+from gangsched.core.model import HostPort, Pod
 from gangsched.core.preemption.cost import Cost, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import VictimTable, VictimUnit, importance_key
@@ -97,9 +98,10 @@ def failure_reason(result: CycleResult) -> str:
     return result.message or "the group does not fit even without every lower-priority pod"
 
 
-def _needs_filters(pod: Pod) -> bool:
-    """True when the pod has constraints that other pods (victims) can affect."""
-    return bool(pod.host_ports or pod.affinity or pod.anti_affinity or pod.spread)
+def _reaches_other_pods(pod: Pod) -> bool:
+    """True when the pod has constraints on pods beyond its own node's ports (affinity,
+    anti-affinity, topology spread): then any victim anywhere may matter to it."""
+    return bool(pod.affinity or pod.anti_affinity or pod.spread)
 
 
 Mark = tuple[int, int]
@@ -128,8 +130,6 @@ class Problem:
     units: list[VictimUnit] = field(init=False)
     #: Capacity arithmetic is exact (see module docstring).
     fast: bool = field(init=False)
-    #: Victims can only matter on their own nodes (no inter-pod terms anywhere involved).
-    node_local: bool = field(init=False)
     #: Capacity held for nominated pods that outrank the preemptor.
     reserved: IntMatrix | None = field(init=False)
     #: Filters other than capacity: unaffected by victims in the fast path.
@@ -151,7 +151,10 @@ class Problem:
     potential_pods: int = field(init=False)
     #: Derived structures computed once per attempt by the searches that need them.
     memo: dict[str, object] = field(default_factory=dict)
-    _undo: list[IndexVector] = field(default_factory=list)
+    #: Capacity-only removals (rows) and port holders taken off their nodes, to undo.
+    _undo: list[tuple[IndexVector, list[tuple[Pod, int]]]] = field(default_factory=list)
+    #: Per unit index, its placed pods that hold host ports (only in the fast path).
+    port_pods: dict[int, list[tuple[Pod, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.snap = self.cluster.snapshot
@@ -162,10 +165,12 @@ class Problem:
             # is sliced, so every vector and matrix of the search has the same width.
             self.snap.vector(pod)
         victims_repel = any(pod.anti_affinity for unit in self.units for pod, _ in unit.placed)
-        self.fast = not any(_needs_filters(pod) for pod in pending) and not victims_repel
-        self.node_local = not victims_repel and not any(
-            pod.affinity or pod.anti_affinity or pod.spread for pod in pending
-        )
+        self.fast = not victims_repel and not any(_reaches_other_pods(p) for p in pending)
+        if self.fast and any(pod.host_ports for pod in pending):
+            for unit in self.units:
+                holders = [(pod, node) for pod, node in unit.placed if pod.host_ports]
+                if holders:
+                    self.port_pods[unit.index] = holders
         lowest = min((pod.priority for pod in pending), default=self.priority)
         self.reserved = self.snap.reserved(min(lowest, self.priority), None)
         self.static_framework = Framework(
@@ -230,30 +235,58 @@ class Problem:
 
     def rollback(self, mark: Mark) -> None:
         """Undo everything since `mark`: journaled changes and capacity-only removals."""
-        self.snap.rollback(mark[0])
+        snap = self.snap
+        snap.rollback(mark[0])
         while len(self._undo) > mark[1]:
-            rows = self._undo.pop()
-            np.add.at(self.snap.requested, self.row_node[rows], self.row_vec[rows])
+            rows, hidden = self._undo.pop()
+            if rows.size:
+                np.add.at(snap.requested, self.row_node[rows], self.row_vec[rows])
+            for pod, node in hidden:
+                snap.node_pods[node][pod.key] = pod
 
     def remove(self, units: Sequence[VictimUnit], rows: IndexVector | None = None) -> None:
         """Take the units' pods away (undo with `rollback`); `rows` may give their rows.
 
-        In the fast path only their capacity is released, in one array operation, which is
-        all any filter or score the preemptor's pods run can observe; otherwise each pod
-        leaves its node through the snapshot journal, so affinity and ports see it gone.
+        In the fast path their capacity is released in one array operation, and pods holding
+        host ports leave their node's pod map (NodePorts reads it): that is all any filter
+        or score the preemptor's pods run can observe. Otherwise each pod leaves its node
+        through the snapshot journal, so affinity and spread see it gone.
         """
         if not units:
             return
+        snap = self.snap
         if self.fast:
             if rows is None:
                 rows = self.rows_of(units)
-            np.subtract.at(self.snap.requested, self.row_node[rows], self.row_vec[rows])
-            self._undo.append(rows)
+            np.subtract.at(snap.requested, self.row_node[rows], self.row_vec[rows])
+            self._undo.append((rows, self._hide_ports(units)))
             return
-        snap = self.snap
         for unit in units:
             for pod, node in unit.placed:
                 snap.remove_at(pod, node)
+
+    def hide_ports(self, units: Sequence[VictimUnit]) -> None:
+        """Only take the units' port holders off their nodes (undo with `rollback`)."""
+        self._undo.append((np.zeros(0, dtype=np.intp), self._hide_ports(units)))
+
+    def _hide_ports(self, units: Sequence[VictimUnit]) -> list[tuple[Pod, int]]:
+        if not self.port_pods:
+            return []
+        if len(units) == len(self.units):
+            holders = [h for hs in self.port_pods.values() for h in hs]
+        else:
+            holders = [h for u in units for h in self.port_pods.get(u.index, ())]
+        node_pods = self.snap.node_pods
+        for pod, node in holders:
+            del node_pods[node][pod.key]
+        return holders
+
+    def port_conflict(self, unit: VictimUnit, node: int, ports: Sequence[HostPort]) -> bool:
+        """Whether the unit holds, on `node`, a host port that conflicts with `ports`."""
+        for pod, where in self.port_pods.get(unit.index, ()):
+            if where == node and any(p.conflicts(q) for p in pod.host_ports for q in ports):
+                return True
+        return False
 
     def restore(self, units: Iterable[VictimUnit]) -> None:
         """Put removed units back (slow path only: journaled as assumptions)."""
@@ -363,6 +396,10 @@ class Problem:
         too_big = np.any((self.row_vec[rows] > free_at[nodes]) & asked[nodes], axis=1)
         hopeless = np.unique(self.row_unit[rows[too_big]])
         touching = np.setdiff1d(np.unique(self.row_unit[rows]), hopeless, assume_unique=True)
+        ports_at: dict[int, list[HostPort]] = {}
+        for pod, node in placement:
+            if pod.host_ports:
+                ports_at.setdefault(node, []).extend(pod.host_ports)
         kept: list[VictimUnit] = [self.units[int(u)] for u in hopeless]
         for unit in sorted((self.units[int(u)] for u in touching), key=key):
             need: list[tuple[list[int], list[int]]] = []
@@ -373,7 +410,9 @@ class Problem:
                 if room is None:
                     continue
                 ask: list[int] = self.row_vec[row, cols[node]].tolist()
-                if any(w > r for w, r in zip(ask, room, strict=True)):
+                if any(w > r for w, r in zip(ask, room, strict=True)) or (
+                    node in ports_at and self.port_conflict(unit, node, ports_at[node])
+                ):
                     fits = False
                     break
                 need.append((room, ask))
@@ -388,40 +427,30 @@ class Problem:
     def _reprieve_slow(
         self, victims: Sequence[VictimUnit], placement: Sequence[tuple[Pod, int]], key: UnitKey
     ) -> list[VictimUnit]:
-        """Filter-based reprieve. When nothing reaches beyond a node (host ports are the only
-        pod-dependent constraint), a victim can only affect the preemptor pods on its own
-        nodes: victims elsewhere are spared unchecked and only those pods are re-checked."""
         budget = self.config.slow_reprieve_budget
-        members = {node for _, node in placement}
         kept: list[VictimUnit] = []
         for unit in sorted(victims, key=key):
-            near = [node for node in unit.nodes if node in members]
-            if self.node_local and not near:
-                continue  # spared: it cannot matter to any check made here
             if budget <= 0:
                 kept.append(unit)
                 continue
-            scope = set(near) if self.node_local else None
-            budget -= sum(1 for _, n in placement if scope is None or n in scope) or 1
+            budget -= max(1, len(placement))
             mark = self.mark()
             self.restore([unit])
-            if not self.holds(placement, scope):
+            if not self.holds(placement):
                 self.rollback(mark)
                 kept.append(unit)
         return kept
 
-    def holds(self, placement: Sequence[tuple[Pod, int]], nodes: set[int] | None = None) -> bool:
-        """Every placed preemptor pod (on `nodes`, if given) still passes the filters on its
-        node, re-placed in order so that each sees only the ones before it (as in the
-        cycle)."""
+    def holds(self, placement: Sequence[tuple[Pod, int]]) -> bool:
+        """Every placed preemptor pod still passes the filters on its node, re-placed in
+        order so that each sees only the ones before it (as in the cycle)."""
         snap = self.snap
         framework = self.framework
-        checked = [(pod, node) for pod, node in placement if nodes is None or node in nodes]
         mark = snap.checkpoint()
         try:
-            for pod, node in checked:
+            for pod, node in placement:
                 snap.remove_at(pod, node)
-            for pod, node in checked:
+            for pod, node in placement:
                 ctx = framework.context(pod, snap)
                 if not framework.feasible(ctx, snap)[node]:
                     return False

@@ -81,7 +81,13 @@ def node_options(problem: Problem, key_factory: KeyFactory) -> list[NodeOption]:
         # Nodes that fit once every victim on them is gone (and pass every other filter).
         candidates = has_rows & np.all(slack_all >= 0, axis=1)
         if candidates.any():
-            candidates &= problem.static_framework.feasible(ctx, snap)
+            # Other filters with every victim's host ports released (capacity is above).
+            mark = problem.mark()
+            problem.hide_ports(problem.units)
+            try:
+                candidates &= problem.static_framework.feasible(ctx, snap)
+            finally:
+                problem.rollback(mark)
         for node in _shortlist(problem, candidates, cols, freed - slack_all).tolist():
             rows = rows_on(node)
             units = [problem.units[int(u)] for u in problem.row_unit[rows]]
@@ -91,7 +97,9 @@ def node_options(problem: Problem, key_factory: KeyFactory) -> list[NodeOption]:
             kept: list[VictimUnit] = []
             for i in sorted(range(len(units)), key=lambda i: key(units[i])):
                 want = need[i]
-                if all(w <= r for w, r in zip(want, slack, strict=True)):
+                if pod.host_ports and problem.port_conflict(units[i], node, pod.host_ports):
+                    kept.append(units[i])
+                elif all(w <= r for w, r in zip(want, slack, strict=True)):
                     slack = [r - w for w, r in zip(want, slack, strict=True)]
                 else:
                     kept.append(units[i])
@@ -100,7 +108,7 @@ def node_options(problem: Problem, key_factory: KeyFactory) -> list[NodeOption]:
     framework = problem.framework
     for node in np.flatnonzero(has_rows)[: problem.config.max_slow_nodes].tolist():
         units = [problem.units[int(u)] for u in problem.row_unit[rows_on(node)]]
-        mark = snap.checkpoint()
+        base = snap.checkpoint()
         try:
             for unit in units:
                 for victim, where in unit.placed:
@@ -120,7 +128,7 @@ def node_options(problem: Problem, key_factory: KeyFactory) -> list[NodeOption]:
                     kept.append(unit)
             options.append(NodeOption(node, kept, sum(unit.size for unit in units)))
         finally:
-            snap.rollback(mark)
+            snap.rollback(base)
     return options
 
 

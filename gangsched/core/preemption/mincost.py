@@ -136,10 +136,12 @@ def greedy(problem: Problem) -> Candidate | None:
     prefix costs (PDB violators, highest priority, pods, groups, youngest) come from
     segment-wise cumulative sums and maxima: NumPy passes, no loop over nodes. Identical
     members reuse the per-node results and recompute only the nodes the previous member
-    changed. Only used when capacity is all victims can change (`Problem.fast`).
+    changed. Only used when capacity is all victims can change (`Problem.fast`, no ports).
     """
     if not problem.fast or not problem.units or not len(problem.row_node):
         return None
+    if any(pod.host_ports for pod in problem.gang.pending):
+        return None  # a port held by a victim is not a capacity prefix: kep and staged only
     snap = problem.snap
     units = problem.units
     count = len(units)

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import GangPlacer
-from gangsched.core.model import DisruptionMode, GroupRef, HostPort, Pod
+from gangsched.core.labels import LabelSelector
+from gangsched.core.model import DisruptionMode, GroupRef, HostPort, Pod, PodAffinityTerm
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import KEP, MINCOST, Cost, build_preemptor
 from gangsched.core.preemption.cost import NO_VICTIMS
@@ -42,6 +43,13 @@ from ._builders import (
 PRIOS = [0, 10, 20, 50, 100]
 PREEMPTOR_PRIO = 50
 PORT = (HostPort("TCP", "", 9000),)
+ROLE = {"role": "preemptor"}
+REPEL = (
+    PodAffinityTerm(
+        selector=LabelSelector(match_labels=(("role", "preemptor"),)),
+        topology_key="kubernetes.io/hostname",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,8 @@ class Running:
     created: int
     protected: bool
     port: bool = False
+    #: Repels the preemptor's pods (required anti-affinity): exercises the filter path.
+    repel: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,7 @@ def specs(draw: st.DrawFn) -> Spec:
                 created=i,
                 protected=draw(st.booleans()),
                 port=draw(st.integers(0, 3)) == 0,
+                repel=draw(st.integers(0, 5)) == 0,
             )
         )
     gang = tuple(
@@ -133,7 +144,11 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
             created=r.created,
             labels={"app": "protected"} if r.protected else {},
         )
-        pods.append(dataclasses.replace(running, host_ports=PORT) if r.port else running)
+        if r.port:
+            running = dataclasses.replace(running, host_ports=PORT)
+        if r.repel:
+            running = dataclasses.replace(running, anti_affinity=REPEL)
+        pods.append(running)
     groups = [
         group(f"v{g}", 1, prio=spec.group_modes[g][1], mode=spec.group_modes[g][0])
         for g in sorted(used_groups)
@@ -142,12 +157,12 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
         groups.append(group("gang", spec.min_member))
         key = ref("gang")
         members = [
-            pod(f"g{i}", cpu, prio=PREEMPTOR_PRIO, group="gang", created=100 + i)
+            pod(f"g{i}", cpu, prio=PREEMPTOR_PRIO, group="gang", created=100 + i, labels=ROLE)
             for i, cpu in enumerate(spec.gang)
         ]
     else:
         key = lone("g0")
-        members = [pod("g0", spec.gang[0], prio=PREEMPTOR_PRIO, created=100)]
+        members = [pod("g0", spec.gang[0], prio=PREEMPTOR_PRIO, created=100, labels=ROLE)]
     if spec.gang_port:
         members = [dataclasses.replace(m, host_ports=PORT) for m in members]
     pods.extend(members)
