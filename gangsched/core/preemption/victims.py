@@ -124,6 +124,8 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
     """
     snap: Snapshot = cluster.snapshot
     own_refs = {part.group.ref for part in gang.parts}
+    # The gang's bound members are excluded through their group ref; its pending pods are
+    # not in the snapshot. Checking identities as well costs little and guards odd states.
     own_ids = {id(pod) for part in gang.parts for pod in (*part.pending, *part.bound)}
     groups = cluster.groups
     #: id(GroupRef) -> (ref is the gang's own, the PodGroup or None)
@@ -137,11 +139,13 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
     for i, node_pods in enumerate(snap.node_pods):
         node_tuple = (i,)
         for key, pod in node_pods.items():
+            ref = pod.group
+            prio = pod.priority
+            if ref is None and prio >= priority:
+                continue  # the common "not a victim" case, decided first
             if pod.terminating or pod.phase in _FINISHED or id(pod) in own_ids:
                 continue
-            ref = pod.group
             groups_of: tuple[GroupRef, ...] = ()
-            prio = pod.priority
             if ref is not None:
                 cached = seen_refs.get(id(ref))
                 if cached is None:
