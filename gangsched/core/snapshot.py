@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gangsched.core.model import GroupRef, Node, NodeConstraints, Pod
+from gangsched.core.model import GroupRef, Node, Pod
 from gangsched.core.resources import PODS, STANDARD_RESOURCES
 
 IntMatrix = npt.NDArray[np.int64]
@@ -57,6 +57,8 @@ class Snapshot:
     _mask_generation: int = -1
     #: Bound pods that carry required anti-affinity terms (checked for symmetry).
     anti_affinity_pods: dict[str, tuple[Pod, int]] = field(default_factory=dict)
+    #: Per node, the placed pods holding host ports: NodePorts reads only these.
+    port_holders: dict[int, dict[str, Pod]] = field(default_factory=dict)
 
     # ----------------------------------------------------------------------------- building
     @classmethod
@@ -84,6 +86,7 @@ class Snapshot:
         self.requested = np.zeros_like(self.allocatable)
         self.node_pods = [{} for _ in ordered]
         self.anti_affinity_pods = {}
+        self.port_holders = {}
         self._vector_cache.clear()
         for i, node in enumerate(ordered):
             self._write_allocatable(i, node)
@@ -282,12 +285,28 @@ class Snapshot:
         pods = self.node_pods[node]
         if pod.key in pods:
             raise ValueError(f"pod {pod.key} is already on node {self.nodes[node].name}")
-        pods[pod.key] = pod
         self.requested[node] += self.vector(pod)
-        if pod.anti_affinity:
-            self.anti_affinity_pods[pod.key] = (pod, node)
+        self.show(pod, node)
 
     def _unplace(self, pod: Pod, node: int) -> None:
-        del self.node_pods[node][pod.key]
         self.requested[node] -= self.vector(pod)
+        self.hide(pod, node)
+
+    def show(self, pod: Pod, node: int) -> None:
+        """Make a pod visible on its node to the pod-reading plugins (ports, affinity, spread)
+        without touching capacity. Preemption's fast path pairs it with `hide`."""
+        self.node_pods[node][pod.key] = pod
+        if pod.anti_affinity:
+            self.anti_affinity_pods[pod.key] = (pod, node)
+        if pod.host_ports:
+            self.port_holders.setdefault(node, {})[pod.key] = pod
+
+    def hide(self, pod: Pod, node: int) -> None:
+        del self.node_pods[node][pod.key]
         self.anti_affinity_pods.pop(pod.key, None)
+        if pod.host_ports:
+            holders = self.port_holders.get(node)
+            if holders is not None:
+                holders.pop(pod.key, None)
+                if not holders:
+                    del self.port_holders[node]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Code(str, Enum):
+class Code(StrEnum):
     SUCCESS = "Success"
     #: Could fit if something changed on the node (e.g. victims removed): preemption may help.
     UNSCHEDULABLE = "Unschedulable"

@@ -111,7 +111,9 @@ def test_bad_input_exits_2_with_one_line_per_problem_and_no_traceback(tmp_path: 
     assert any("PodGroup default/g" in line and "minMember" in line for line in lines)
 
 
-def test_bad_config_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_config_exits_2_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("scoring:\n  strategy: Random\nbackof: {}\n")
     code = main(["simulate", str(EXAMPLES / "seed-walkthrough.yaml"), "--config", str(config)])

@@ -5,8 +5,6 @@ Evicting the pod holding a port frees it, so the rejection is resolvable by pree
 
 from __future__ import annotations
 
-import numpy as np
-
 from gangsched.core.framework import PodContext
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
@@ -21,9 +19,10 @@ class NodePorts:
         return bool(ctx.pod.host_ports)
 
     def filter(self, ctx: PodContext, snap: Snapshot, candidates: BoolVector) -> BoolVector:
+        # Only nodes where some pod holds a host port can conflict: visit just those.
         result = candidates.copy()
-        for node in np.flatnonzero(candidates):
-            if self._conflicts(ctx, snap, int(node)):
+        for node in snap.port_holders:
+            if candidates[node] and self._conflicts(ctx, snap, node):
                 result[node] = False
         return result
 
@@ -33,7 +32,7 @@ class NodePorts:
     @staticmethod
     def _conflicts(ctx: PodContext, snap: Snapshot, node: int) -> bool:
         wanted = ctx.pod.host_ports
-        for other in snap.node_pods[node].values():
+        for other in snap.port_holders.get(node, {}).values():
             for used in other.host_ports:
                 if any(port.conflicts(used) for port in wanted):
                     return True

@@ -242,7 +242,7 @@ class Problem:
             if rows.size:
                 np.add.at(snap.requested, self.row_node[rows], self.row_vec[rows])
             for pod, node in hidden:
-                snap.node_pods[node][pod.key] = pod
+                snap.show(pod, node)
 
     def remove(self, units: Sequence[VictimUnit], rows: IndexVector | None = None) -> None:
         """Take the units' pods away (undo with `rollback`); `rows` may give their rows.
@@ -276,9 +276,8 @@ class Problem:
             holders = [h for hs in self.port_pods.values() for h in hs]
         else:
             holders = [h for u in units for h in self.port_pods.get(u.index, ())]
-        node_pods = self.snap.node_pods
         for pod, node in holders:
-            del node_pods[node][pod.key]
+            self.snap.hide(pod, node)
         return holders
 
     def port_conflict(self, unit: VictimUnit, node: int, ports: Sequence[HostPort]) -> bool:
