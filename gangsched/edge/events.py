@@ -84,7 +84,11 @@ class EventRecorder:
         body: JSON = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{regarding.name}.", "namespace": regarding.namespace},
+            # client-go's naming: "<object>.<hex nanoseconds>" (a valid, unique DNS subdomain).
+            "metadata": {
+                "name": f"{regarding.name}.{time.time_ns():x}",
+                "namespace": regarding.namespace,
+            },
             "eventTime": event_time(),
             "reportingController": self.controller,
             "reportingInstance": self.instance,

@@ -153,8 +153,15 @@ class Operator:
             name = entry.get("name")
             if name not in POD_GROUP_GROUPS or f"podgroups.{name}" in self.informers:
                 continue
-            version = (entry.get("preferredVersion") or {}).get("groupVersion", "")
-            if not version or not await self._serves_pod_groups(version):
+            # The preferred version may not serve PodGroups (scheduling.k8s.io/v1 is
+            # PriorityClasses): take the first version, in the server's order, that does.
+            version = ""
+            for candidate in entry.get("versions") or []:
+                group_version = str(candidate.get("groupVersion", ""))
+                if group_version and await self._serves_pod_groups(group_version):
+                    version = group_version
+                    break
+            if not version:
                 continue
             self.actuator.api_versions[POD_GROUP_GROUPS[name]] = version
             log.info("watching PodGroups", apiVersion=version)

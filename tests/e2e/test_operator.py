@@ -17,7 +17,7 @@ from gangsched.core.quantity import to_milli
 from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 
 SIGS = "scheduling.sigs.k8s.io/v1alpha1"
 X_K8S = "scheduling.x-k8s.io/v1alpha1"
