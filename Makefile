@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test unit lint typecheck contracts check bench clean
+.PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The live demo: a local control plane (built from Go modules the first time), gangsched
+# running as its ServiceAccount, the seed walkthrough replayed step by step, then teardown.
 demo: venv
+	hack/demo.sh
+
+# The same walkthrough offline, in a second: the scheduler on an in-memory cluster.
+simulate-demo: venv
 	$(VENV)/bin/gangsched simulate examples/seed-walkthrough.yaml
 
 lint: venv

@@ -128,8 +128,12 @@ def build_registry(
         operator: Operator | None = holder.get("operator")
         return operator is not None and operator.synced.is_set()
 
+    # kopf resolves resources through each group's preferred version, which for the built-in
+    # scheduling.k8s.io is v1 (PriorityClasses): upstream PodGroups reach the status writer
+    # from our own informer instead (see Operator).
     for group, dialect in POD_GROUP_GROUPS.items():
-        _register_podgroup_events(registry, group, dialect, holder)
+        if dialect is not Dialect.UPSTREAM:
+            _register_podgroup_events(registry, group, dialect, holder)
     return registry
 
 

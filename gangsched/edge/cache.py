@@ -32,7 +32,7 @@ from gangsched.core.api import (
     priority_class_from_raw,
 )
 from gangsched.core.cluster import ClusterState
-from gangsched.core.model import DisruptionBudget, GroupRef, Pod
+from gangsched.core.model import Dialect, DisruptionBudget, GroupRef, Pod
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.kube import JSON
 
@@ -59,6 +59,8 @@ class ClusterCache:
     on_problem: Callable[[str, str, str], None] | None = None
     #: Called when something happened that may let a waiting gang schedule.
     on_change: Callable[[], None] | None = None
+    #: Called with (ref, status) for PodGroups whose server-side status we track ourselves.
+    on_group_status: Callable[[GroupRef, JSON], None] | None = None
     _priorities: PriorityResolver | None = None
 
     @property
@@ -221,6 +223,8 @@ class ClusterCache:
             return None
         self.problems.pop(f"PodGroup/{_key(obj)}", None)
         self.cluster.upsert_group(group)
+        if self.on_group_status is not None and group.ref.dialect is Dialect.UPSTREAM:
+            self.on_group_status(group.ref, dict(obj.get("status") or {}))
         if notify:
             key = self.scheduler.unit_key(group.ref)
             self.scheduler.enqueue_pending(self.clock())

@@ -80,6 +80,7 @@ class Operator:
             actuator=self.actuator,
             may_write=self._may_write,
         )
+        self.cache.on_group_status = self.status.observed
         self.informers: dict[str, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
