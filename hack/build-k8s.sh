@@ -39,10 +39,12 @@ die() { echo "build-k8s: ERROR: $*" >&2; exit 1; }
 version_of() { # prints the version line of one built binary, fails if it does not run
   local b="$1" path="$BIN_DIR/$1"
   [[ -x "$path" ]] || return 1
+  local out
   case "$b" in
-    kubectl) "$path" version --client 2>/dev/null | head -n1 ;;
-    *) "$path" --version 2>/dev/null | head -n1 ;;
+    kubectl) out="$("$path" version --client 2>/dev/null)" || return 1 ;;
+    *) out="$("$path" --version 2>/dev/null)" || return 1 ;;
   esac
+  echo "${out%%$'\n'*}" # first line (no `| head`: SIGPIPE + pipefail would make this flaky)
 }
 
 all_ok() {
@@ -54,8 +56,8 @@ all_ok() {
   local s
   for s in "${KWOK_STAGES[@]}"; do [[ -s "$STAGE_DIR/$(basename "$s")" ]] || return 1; done
   # the k8s binaries must report the pinned version (catches a stale cache dir)
-  version_of kube-apiserver | grep -qF "$K8S_VERSION" || return 1
-  version_of etcd | grep -qF "${ETCD_VERSION#v}" || return 1
+  [[ "$(version_of kube-apiserver)" == *"$K8S_VERSION"* ]] || return 1
+  [[ "$(version_of etcd)" == *"${ETCD_VERSION#v}"* ]] || return 1
   return 0
 }
 
