@@ -122,17 +122,37 @@ def validate(gang: Gang) -> str | None:
     return None
 
 
+def waiting_part(gang: Gang) -> GangMember | None:
+    """The first PodGroup of the gang with fewer members than its minMember."""
+    for part in gang.parts:
+        if len(part.bound) + len(part.pending) < part.group.min_member:
+            return part
+    return None
+
+
 def waiting_message(gang: Gang) -> str | None:
     """Fewer members exist than minMember: nothing is placed until they arrive."""
-    for part in gang.parts:
-        have = len(part.bound) + len(part.pending)
-        need = part.group.min_member
-        if have < need:
-            return (
-                f"pod group {part.group.key} has {have} of minMember {need} pods; "
-                f"waiting for {need - have} more"
-            )
-    return None
+    part = waiting_part(gang)
+    if part is None:
+        return None
+    have = len(part.bound) + len(part.pending)
+    need = part.group.min_member
+    return (
+        f"pod group {part.group.key} has {have} of minMember {need} pods; "
+        f"waiting for {need - have} more"
+    )
+
+
+def waiting_note(gang: Gang) -> str:
+    """The same without the counts: pod conditions and events keep one text while members
+    arrive, instead of one API write per pod per arrival (the counts are in the PodGroup)."""
+    part = waiting_part(gang)
+    if part is None:
+        return ""
+    return (
+        f"pod group {part.group.key} is waiting for its members: "
+        f"minMember {part.group.min_member} pods must exist before any is scheduled"
+    )
 
 
 def _satisfied(gang: Gang, placed: dict[GroupRef, int]) -> bool:

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember, GangPlacer
+from gangsched.core.cycle import (
+    CycleConfig,
+    CycleResult,
+    Gang,
+    GangMember,
+    GangPlacer,
+    waiting_note,
+)
 from gangsched.core.decisions import Bind, Decision, Event, GroupOutcome, Nominate, SetCondition
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
@@ -159,6 +166,7 @@ class Scheduler:
                 message=result.message,
                 pod_messages={},
                 pods=pods,
+                note=waiting_note(gang),
             )
         if result.code is Code.ERROR:
             self.queue.backoff(gang.key, now)
@@ -209,6 +217,7 @@ class Scheduler:
     ) -> CycleReport:
         decisions: list[Decision] = []
         placed: set[str] = set()
+        assigned: list[tuple[Pod, str]] = []
         for pod, node in result.placements:
             node_name = self.cluster.snapshot.nodes[node].name
             if pod.nominated_node_name is not None:
@@ -217,16 +226,9 @@ class Scheduler:
             self.cluster.bind(pod, node_name)
             placed.add(pod.key)
             decisions.append(Bind(pod=pod.key, uid=pod.uid, node=node_name, group=gang.key))
-            decisions.append(
-                Event(
-                    "Pod",
-                    pod.key,
-                    "Normal",
-                    "Scheduled",
-                    "Binding",
-                    f"Successfully assigned {pod.key} to {node_name}",
-                )
-            )
+            assigned.append((pod, node_name))
+        if assigned:
+            decisions.append(_scheduled_event(gang, assigned))
         for pod in gang.pending:
             if pod.key not in placed:
                 message = result.pod_messages.get(pod.key, "no node fits this pod")
@@ -269,18 +271,23 @@ class Scheduler:
         message: str,
         pod_messages: dict[str, str],
         pods: list[str],
+        note: str = "",
     ) -> CycleReport:
+        """`note`, when given, replaces `message` on pods and in the event (a text that
+        stays the same across retries); the PodGroup outcome keeps the full message."""
         decisions: list[Decision] = []
         for pod in gang.pending:
             detail = pod_messages.get(pod.key)
-            text = message if detail is None or detail in message else f"{message}; {detail}"
+            text = note or (
+                message if detail is None or detail in message else f"{message}; {detail}"
+            )
             decisions.append(_unschedulable(pod, reason, text))
         for part in gang.parts:
             decisions.append(GroupOutcome(part.group.ref, result, message))
         kind, name = _regarding(gang)
         event_type = "Normal" if result == WAITING_ON_PREEMPTION else "Warning"
         event_reason = "FailedScheduling" if result != WAITING_ON_PREEMPTION else "Preempting"
-        decisions.append(Event(kind, name, event_type, event_reason, "Scheduling", message))
+        decisions.append(Event(kind, name, event_type, event_reason, "Scheduling", note or message))
         return CycleReport(
             gang=gang.key, result=result, message=message, decisions=decisions, pods=pods
         )
@@ -303,6 +310,19 @@ class Scheduler:
         times = [part.group.created for part in gang.parts if part.group.created]
         times += [pod.created for pod in gang.pending]
         return min(times, default=0.0)
+
+
+def _scheduled_event(gang: Gang, assigned: list[tuple[Pod, str]]) -> Event:
+    kind, regarding = _regarding(gang)
+    if kind == "Pod":
+        pod, node = assigned[0]
+        note = f"Successfully assigned {pod.key} to {node}"
+    else:
+        # One event per gang rather than per pod: the gang is what was scheduled, and a
+        # 64-pod gang costs one API write instead of 64.
+        pairs = ", ".join(f"{pod.name} -> {node}" for pod, node in assigned)
+        note = f"Successfully assigned {len(assigned)} pod(s): {pairs}"
+    return Event(kind, regarding, "Normal", "Scheduled", "Binding", note)
 
 
 def _missing_group(ref: GroupRef) -> PodGroup:

@@ -28,7 +28,7 @@ from gangsched.core.decisions import (
     SetCondition,
 )
 from gangsched.core.model import Dialect, GroupRef
-from gangsched.core.scheduler import CycleReport, Scheduler
+from gangsched.core.scheduler import WAITING, CycleReport, Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.events import EventRecorder, ObjectRef, event_time
 from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
@@ -69,14 +69,20 @@ class Actuator:
     #: Latest outcome per PodGroup, read by the PodGroup status writer.
     outcomes: dict[GroupRef, GroupOutcome] = field(default_factory=dict)
     outcome_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: A gang still collecting its members gets its pods' "waiting" condition only after this
+    #: long: gangs created all at once bind before then, sparing one write per pod.
+    waiting_condition_delay: float = 5.0
+    _latest_condition: dict[str, SetCondition] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _bind_slots: asyncio.Semaphore | None = None
 
     def apply(self, report: CycleReport) -> None:
         """Start carrying out a report's decisions; returns at once (work runs as tasks)."""
         victims: dict[str, list[Decision]] = {}
+        waiting = report.result == WAITING
         for decision in report.decisions:
             if isinstance(decision, Bind):
+                self._latest_condition.pop(decision.pod, None)
                 self.cache.assumed[decision.pod] = decision.node
                 self._spawn(self._bind(decision, report.gang))
             elif isinstance(decision, Evict) or (
@@ -86,7 +92,9 @@ class Actuator:
             elif isinstance(decision, Event) and decision.reason == "Preempted":
                 victims.setdefault(decision.regarding, []).append(decision)
             elif isinstance(decision, SetCondition):
-                self._spawn(self._pod_condition(decision))
+                self._latest_condition[decision.pod] = decision
+                delay = self.waiting_condition_delay if waiting else 0.0
+                self._spawn(self._pod_condition(decision, delay))
             elif isinstance(decision, Nominate):
                 self._spawn(self._nominate(decision))
             elif isinstance(decision, Event):
@@ -152,7 +160,15 @@ class Actuator:
         self.scheduler.queue.backoff(gang, time.monotonic())
 
     # ---------------------------------------------------------------------------- conditions
-    async def _pod_condition(self, cond: SetCondition) -> None:
+    async def _pod_condition(self, cond: SetCondition, delay: float = 0.0) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+            pod = self.scheduler.cluster.pods.get(cond.pod)
+            if pod is None or not self.scheduler.cluster.is_pending(pod):
+                return
+        if self._latest_condition.get(cond.pod) is not cond:
+            return  # superseded by a newer decision (or the pod was bound)
+        self._latest_condition.pop(cond.pod, None)
         signature = (cond.status, cond.reason, cond.message)
         if self._written.get(cond.pod) == signature or not self.may_write():
             return

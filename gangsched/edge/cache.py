@@ -128,6 +128,8 @@ class ClusterCache:
             if old is None and pod.group is not None:
                 # A new member may complete a gang that was waiting for members.
                 self.scheduler.queue.activate(self.scheduler.unit_key(pod.group))
+            if old is None and self.on_change is not None:
+                self.on_change()  # wake the scheduling loop now, not at its next tick
         if pod.labels and self.raw_budgets and (old is None or freed):
             self._refresh_budgets()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,8 @@ class KubeError(Exception):
 class Kube:
     api: client.ApiClient
     requests: Counter[str] = field(default_factory=Counter)
+    #: Called with the HTTP verb of every request (metrics).
+    on_request: Callable[[str], None] | None = None
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, qps_hint: int = 0) -> Kube:
@@ -84,6 +86,8 @@ class Kube:
         timeout: float | aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
         self.requests[method] += 1
+        if self.on_request is not None:
+            self.on_request(method)
         response: Any = await self.api.call_api(
             path,
             method,

@@ -145,6 +145,12 @@ class Metrics:
             ["strategy"],
             registry=r,
         )
+        self.api_requests = Counter(
+            "gangsched_api_requests_total",
+            "Requests gangsched sent to the API server, by HTTP verb.",
+            ["verb"],
+            registry=r,
+        )
         self.pods_bound = Counter(
             "gangsched_pods_bound_total",
             "Pods bound.",

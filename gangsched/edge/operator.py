@@ -58,6 +58,7 @@ class Operator:
     discovery_seconds: float = 30.0
 
     def __post_init__(self) -> None:
+        self.kube.on_request = lambda verb: self.metrics.api_requests.labels(verb).inc()
         cluster = ClusterState(scheduler_name=self.config.schedulerName)
         self.scheduler = Scheduler(
             cluster, self.config.scheduler_config(), preemptor=self.preemptor
@@ -202,10 +203,14 @@ class Operator:
         self.scheduler.enqueue_pending(time.monotonic())
         while not self.stopping.is_set():
             if not self.may_write():
+                self.wake.clear()  # followers keep caches warm but do not schedule
                 await self._sleep(1.0)
                 continue
             now = time.monotonic()
             started = time.perf_counter()
+            # Cleared before looking at the queue, so a change that arrives while we look is
+            # not lost: the wait below then returns at once.
+            self.wake.clear()
             report = self.scheduler.step(now)
             if report is None:
                 self._publish_queue()
@@ -217,7 +222,6 @@ class Operator:
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
 
     async def _sleep(self, seconds: float) -> None:
-        self.wake.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wake.wait(), timeout=seconds)
 

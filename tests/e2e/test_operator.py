@@ -226,7 +226,15 @@ async def test_members_created_one_by_one_bind_only_when_min_member_exist(env: E
         assert not any(p["spec"].get("nodeName") for p in pods.values()), "bound too early"
     pods = await env.pods()
     cond = condition(pods["slow-0"], "PodScheduled") or {}
-    assert "waiting for 1 more" in cond.get("message", ""), cond
+    assert "is waiting for its members: minMember 3" in cond.get("message", ""), cond
+    group = await env.kube.wait_for_object(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/slow",
+        lambda g: (
+            "waiting for 1 more" in (condition(g, "PodGroupScheduled") or {}).get("message", "")
+        ),
+        what="PodGroup condition with the member count",
+    )
+    assert group["status"]["phase"] == "Pending"
     await env.create_pod(env.pod("slow-2", cpu="1", group="slow"))
     bound = await env.wait_bound(["slow-0", "slow-1", "slow-2"])
     assert len(bound) == 3
