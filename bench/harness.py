@@ -82,7 +82,9 @@ class Cluster:
         return cls(directory, bins, env)
 
     def stop(self) -> None:
-        subprocess.run([str(HACK / "cluster-down.sh")], env=self.env, capture_output=True)
+        subprocess.run(
+            [str(HACK / "cluster-down.sh")], env=self.env, capture_output=True, check=False
+        )
 
     def start_baseline(self) -> None:
         subprocess.run(
@@ -235,7 +237,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def connect(cluster: Cluster) -> Kube:
