@@ -96,7 +96,10 @@ class Cluster:
 
     def stop_baseline(self) -> None:
         subprocess.run(
-            [str(HACK / "baseline-scheduler.sh"), "down"], env=self.env, capture_output=True
+            [str(HACK / "baseline-scheduler.sh"), "down"],
+            env=self.env,
+            capture_output=True,
+            check=False,
         )
 
 
