@@ -143,7 +143,9 @@ on_exit() {
 trap on_exit EXIT
 
 # ---------------------------------------------------------------- etcd
-start_daemon etcd "$K8S_BIN_DIR/etcd" \
+# etcd maps every ETCD_* environment variable to a flag: drop ours (and any stray ones).
+mapfile -t ETCD_ENV_UNSET < <(compgen -e | grep '^ETCD_' | sed 's/^/-u/' || true)
+start_daemon etcd env "${ETCD_ENV_UNSET[@]}" "$K8S_BIN_DIR/etcd" \
   --name gangsched \
   --data-dir "$CLUSTER_DIR/etcd" \
   --listen-client-urls "http://$BIND_ADDRESS:$ETCD_PORT" \
