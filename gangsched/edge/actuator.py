@@ -69,6 +69,8 @@ class Actuator:
     #: Latest outcome per PodGroup, read by the PodGroup status writer.
     outcomes: dict[GroupRef, GroupOutcome] = field(default_factory=dict)
     outcome_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Groups whose outcome changed since the status writer last looked.
+    changed_groups: set[GroupRef] = field(default_factory=set)
     #: A gang still collecting its members gets its pods' "waiting" condition only after this
     #: long: gangs created all at once bind before then, sparing one write per pod.
     waiting_condition_delay: float = 5.0
@@ -101,6 +103,7 @@ class Actuator:
                 self._spawn(self._event(decision))
             elif isinstance(decision, GroupOutcome):
                 self.outcomes[decision.group] = decision
+                self.changed_groups.add(decision.group)
                 self.outcome_changed.set()
         for steps in victims.values():
             self._spawn(self._preempt(steps))

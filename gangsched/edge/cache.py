@@ -62,6 +62,7 @@ class ClusterCache:
     #: Called with (ref, status) for PodGroups whose server-side status we track ourselves.
     on_group_status: Callable[[GroupRef, JSON], None] | None = None
     _priorities: PriorityResolver | None = None
+    _fingerprints: dict[str, tuple[object, ...]] = field(default_factory=dict)
 
     @property
     def cluster(self) -> ClusterState:
@@ -104,6 +105,11 @@ class ClusterCache:
 
     def _upsert_pod(self, obj: JSON, *, notify: bool = True) -> None:
         key = _key(obj)
+        old_fingerprint = self._fingerprints.get(key)
+        fingerprint = _pod_fingerprint(obj)
+        if old_fingerprint == fingerprint and key in self.cluster.pods:
+            return  # e.g. kwok/kubelet status churn: nothing the scheduler reads changed
+        self._fingerprints[key] = fingerprint
         try:
             pod = pod_from_raw(obj, priorities=self._resolver())
         except InvalidObject as exc:
@@ -140,6 +146,7 @@ class ClusterCache:
 
     def _forget_pod(self, key: str) -> None:
         self.assumed.pop(key, None)
+        self._fingerprints.pop(key, None)
         pod = self.cluster.delete_pod(key)
         if pod is not None and pod.group is None and pod.node_name is None:
             self.scheduler.queue.remove(self.cluster.group_of(pod))
@@ -339,6 +346,26 @@ class ClusterCache:
 
     def _delete_namespace(self, obj: JSON) -> None:
         self.cluster.snapshot.namespace_labels.pop(_key(obj), None)
+
+
+def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
+    """What a pod update must change for the scheduler to care. The spec is immutable but
+    for these fields (and in-place resize, caught by the generation), so status updates
+    from kubelets -- most pod events -- are skipped without converting the pod."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return (
+        meta.get("uid"),
+        meta.get("generation"),
+        meta.get("deletionTimestamp") is not None,
+        repr(meta.get("labels")),
+        repr(meta.get("annotations")),
+        spec.get("nodeName"),
+        spec.get("schedulerName"),
+        status.get("phase"),  # PodGroup status counts running members
+        status.get("nominatedNodeName"),
+    )
 
 
 @dataclass

@@ -21,7 +21,7 @@ import structlog
 
 from gangsched.config import Config
 from gangsched.core.cluster import ClusterState
-from gangsched.core.model import Dialect
+from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import (
     SCHEDULED,
     WAITING,
@@ -85,6 +85,9 @@ class Operator:
         self.informers: dict[str, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
+        self._published = 0.0
+        #: Gangs whose last cycle found fewer members than minMember.
+        self._waiting: set[GroupRef] = set()
         self.stopping = asyncio.Event()
 
     def on_leadership(self, leading: bool) -> None:
@@ -254,13 +257,26 @@ class Operator:
             ms=round(seconds * 1000, 2),
         )
         if report.result == WAITING:
-            self._publish_queue()
+            self._waiting.add(report.gang)
+        else:
+            self._waiting.discard(report.gang)
+        self._publish_queue()
 
     def _publish_queue(self) -> None:
-        counts = self.scheduler.queue.counts()
-        for queue, value in counts.items():
-            self.metrics.pending_groups.labels(queue).set(value)
-        pending = [
-            p for p in self.scheduler.cluster.pods.values() if self.scheduler.cluster.is_pending(p)
-        ]
-        self.metrics.pending_pods.labels("active").set(len(pending))
+        """Queue gauges, at most once a second: counting pending pods walks every pod."""
+        now = time.monotonic()
+        if now - self._published < 1.0:
+            return
+        self._published = now
+        queue = self.scheduler.queue
+        for name, value in queue.counts().items():
+            self.metrics.pending_groups.labels(name).set(value)
+        per_state = {"active": 0, "backoff": 0, "unschedulable": 0}
+        cluster = self.scheduler.cluster
+        for pod in cluster.pods.values():
+            if cluster.is_pending(pod):
+                state = queue.state_of(self.scheduler.unit_key(cluster.group_of(pod)))
+                per_state[state.value if state is not None else "active"] += 1
+        for name, value in per_state.items():
+            self.metrics.pending_pods.labels(name).set(value)
+        self.metrics.waiting_gangs.set(len(self._waiting))

@@ -74,15 +74,27 @@ class PodGroupStatusWriter:
             self.first_attempt[ref] = str(started)
 
     async def run(self) -> None:
+        """Write the groups whose outcome changed as soon as it does; sweep every group each
+        `interval` for what only member pods change (running, succeeded, failed counts)."""
+        last_sweep = 0.0
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.actuator.outcome_changed.wait(), self.interval)
             self.actuator.outcome_changed.clear()
-            if self.may_write():
+            if not self.may_write():
+                continue
+            now = time.monotonic()
+            if now - last_sweep >= self.interval:
+                last_sweep = now
+                self.actuator.changed_groups.clear()
                 await self.sync_once()
+            else:
+                changed = list(self.actuator.changed_groups)
+                self.actuator.changed_groups.clear()
+                await self.sync_once(changed)
 
-    async def sync_once(self) -> None:
-        for ref in list(self.scheduler.cluster.groups):
+    async def sync_once(self, refs: list[GroupRef] | None = None) -> None:
+        for ref in list(self.scheduler.cluster.groups) if refs is None else refs:
             if ref.dialect not in self.versions:
                 continue
             desired = self.desired(ref)
