@@ -11,6 +11,7 @@
 #        SCHEDULER_FEATURE_GATES (default: the gates the cluster was started with)
 # Its /healthz and /metrics are open (no auth) on https://127.0.0.1:$SCHEDULER_PORT.
 set -euo pipefail
+# shellcheck source=cluster-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 guard_cluster_dir
 NAME=kube-scheduler-baseline

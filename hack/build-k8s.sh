@@ -109,10 +109,10 @@ log "  done after $((SECONDS - start))s; building etcd ${ETCD_VERSION}..."
   || die "go build of go.etcd.io/etcd/server/v3 ${ETCD_VERSION} failed (see above)"
 log "  done after $((SECONDS - start))s; building kwok ${KWOK_VERSION}..."
 # kwok has no replace directives, so `go install pkg@version` works and uses kwok's own go.mod.
-(cd "$TMP_DIR" && GOBIN="$TMP_DIR/bin" GOFLAGS= "$GO" install "${GOFLAGS_BUILD[@]}" \
+(cd "$TMP_DIR" && GOBIN="$TMP_DIR/bin" GOFLAGS='' "$GO" install "${GOFLAGS_BUILD[@]}" \
     -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}") \
   || die "go install sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION} failed (see above)"
-KWOK_DIR="$(cd "$TMP_DIR" && GOFLAGS= "$GO" mod download -json "sigs.k8s.io/kwok@${KWOK_VERSION}" \
+KWOK_DIR="$(cd "$TMP_DIR" && GOFLAGS='' "$GO" mod download -json "sigs.k8s.io/kwok@${KWOK_VERSION}" \
   | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')" || true
 [[ -n "$KWOK_DIR" && -d "$KWOK_DIR" ]] || die "cannot locate sigs.k8s.io/kwok@${KWOK_VERSION} in the module cache"
 for s in "${KWOK_STAGES[@]}"; do

@@ -5,6 +5,7 @@
 #
 # Env: CLUSTER_DIR (default .cluster)   KEEP_STATE=1 keeps etcd data, logs and certificates.
 set -euo pipefail
+# shellcheck source=cluster-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 guard_cluster_dir
 

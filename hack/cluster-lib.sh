@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # variables used by the scripts that source this file
 # Shared settings and helpers for hack/cluster-up.sh, cluster-down.sh and baseline-scheduler.sh.
 # Sourced, not executed. Every setting can be overridden from the environment, so a test session
 # can run its own cluster (own CLUSTER_DIR and ports) next to a developer's `make cluster-up`.

@@ -2,6 +2,7 @@
 # Show whether the control plane in CLUSTER_DIR (default .cluster/) is up. Exit 0 if the
 # apiserver is ready, 1 otherwise.
 set -euo pipefail
+# shellcheck source=cluster-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 if ! load_cluster_env; then
   log "no cluster in $CLUSTER_DIR"

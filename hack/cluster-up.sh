@@ -16,6 +16,7 @@
 #   KWOK_PARALLELISM=16  (kwok's pod/node stage workers)
 #   KWOK_MANAGE=all|annotated  (kwok fakes every node / only nodes annotated kwok.x-k8s.io/node=fake)
 set -euo pipefail
+# shellcheck source=cluster-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 guard_cluster_dir
 

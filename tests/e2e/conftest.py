@@ -229,6 +229,14 @@ def stop_cluster(cluster_dir: Path, *, keep_state: bool) -> None:
         shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/e2e is an e2e test, even if its module forgets ``pytestmark``."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     """A private control plane for the test session (see module docstring)."""
