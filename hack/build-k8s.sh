@@ -67,7 +67,7 @@ if [[ "${BUILD_K8S_FORCE:-0}" != 1 ]] && all_ok; then
   exit 0
 fi
 
-command -v "$GO" >/dev/null 2>&1 || die "'$GO' not found on PATH: install Go >= 1.26 (e.g. the golang package or go.dev toolchain)"
+command -v "$GO" >/dev/null 2>&1 || die "'$GO' not found on PATH: install Go >= 1.26 and put it on PATH (or set GO=/path/to/go)"
 export GOTOOLCHAIN=local   # never try to download another toolchain
 GOVER="$("$GO" env GOVERSION)" || die "'$GO env GOVERSION' failed"
 [[ "$GOVER" =~ ^go1\.([0-9]+) ]] || die "cannot parse Go version '$GOVER'"
