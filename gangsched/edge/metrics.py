@@ -7,6 +7,7 @@ leadership, the cycle's search strategy).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client import (
@@ -156,3 +157,45 @@ class Metrics:
             "Pods bound.",
             registry=r,
         )
+        # Per PodGroup, but only while the group has pending members (the series goes away
+        # once it has none), so cardinality follows the backlog, not the cluster's history.
+        # Lone pods are not included.
+        self.group_pending_seconds = Gauge(
+            "gangsched_podgroup_pending_seconds",
+            "Age of the oldest pending member of a PodGroup that has pending members.",
+            ["namespace", "podgroup"],
+            registry=r,
+        )
+        self.group_schedule_timeout = Gauge(
+            "gangsched_podgroup_schedule_timeout_seconds",
+            "scheduleTimeoutSeconds of a PodGroup that has pending members (when it sets one).",
+            ["namespace", "podgroup"],
+            registry=r,
+        )
+        self._pending_groups: set[tuple[str, str]] = set()
+        self._timeouts: set[tuple[str, str]] = set()
+        # Known label values start at 0, so rates and alerts have a series before the first
+        # event (an error counter that appears only with its first error cannot be rated).
+        for result in ("scheduled", "unschedulable", "waiting", "waiting_on_preemption", "error"):
+            self.podgroup_attempts.labels(result)
+        for result in ("started", "cannot_help"):
+            self.preemption_attempts.labels(result)
+        for cause in ("conflict", "not_found", "other"):
+            self.binding_errors.labels(cause)
+
+    def set_pending_groups(
+        self, groups: Mapping[tuple[str, str], tuple[float, int | None]]
+    ) -> None:
+        """(namespace, name) -> (seconds pending, scheduleTimeoutSeconds or None) for every
+        PodGroup with pending members now; series of groups no longer listed are removed."""
+        for key in self._pending_groups - set(groups):
+            self.group_pending_seconds.remove(*key)
+        for key in self._timeouts - {k for k, (_, t) in groups.items() if t is not None}:
+            self.group_schedule_timeout.remove(*key)
+        self._pending_groups, self._timeouts = set(), set()
+        for key, (seconds, timeout) in groups.items():
+            self.group_pending_seconds.labels(*key).set(seconds)
+            self._pending_groups.add(key)
+            if timeout is not None:
+                self.group_schedule_timeout.labels(*key).set(timeout)
+                self._timeouts.add(key)

@@ -21,11 +21,14 @@ import structlog
 
 from gangsched.config import Config
 from gangsched.core.cluster import ClusterState
+from gangsched.core.cycle import CycleResult, Gang
+from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import (
     SCHEDULED,
     WAITING,
     CycleReport,
+    PreemptionOutcome,
     Preemptor,
     Scheduler,
 )
@@ -48,6 +51,23 @@ POD_GROUP_GROUPS = {
 
 
 @dataclass
+class TimedPreemptor:
+    """Observes every preemption evaluation (scheduler_preemption_evaluation_duration_seconds)."""
+
+    inner: Preemptor
+    metrics: Metrics
+
+    def preempt(
+        self, gang: Gang, failed: CycleResult, cluster: ClusterState, framework: Framework
+    ) -> PreemptionOutcome:
+        started = time.perf_counter()
+        try:
+            return self.inner.preempt(gang, failed, cluster, framework)
+        finally:
+            self.metrics.preemption_duration.observe(time.perf_counter() - started)
+
+
+@dataclass
 class Operator:
     config: Config
     kube: Kube
@@ -60,9 +80,10 @@ class Operator:
     def __post_init__(self) -> None:
         self.kube.on_request = lambda verb: self.metrics.api_requests.labels(verb).inc()
         cluster = ClusterState(scheduler_name=self.config.schedulerName)
-        self.scheduler = Scheduler(
-            cluster, self.config.scheduler_config(), preemptor=self.preemptor
-        )
+        preemptor = self.preemptor
+        if preemptor is not None:
+            preemptor = TimedPreemptor(preemptor, self.metrics)
+        self.scheduler = Scheduler(cluster, self.config.scheduler_config(), preemptor=preemptor)
         self.wake = asyncio.Event()
         self.cache = ClusterCache(self.scheduler, on_change=self.wake.set)
         self.events = EventRecorder(self.kube, instance=self.identity)
@@ -144,6 +165,7 @@ class Operator:
             on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
         )
         self.informers[name] = informer
+        self.metrics.informer_relists.labels(name)  # the series exists (0) before any relist
         self._tasks.append(asyncio.create_task(informer.run(), name=f"informer-{name}"))
 
     async def _discover_pod_groups(self) -> None:
@@ -273,10 +295,20 @@ class Operator:
             self.metrics.pending_groups.labels(name).set(value)
         per_state = {"active": 0, "backoff": 0, "unschedulable": 0}
         cluster = self.scheduler.cluster
+        oldest: dict[GroupRef, float] = {}
         for pod in cluster.pods.values():
             if cluster.is_pending(pod):
                 state = queue.state_of(self.scheduler.unit_key(cluster.group_of(pod)))
                 per_state[state.value if state is not None else "active"] += 1
+                if pod.group is not None:
+                    oldest[pod.group] = min(oldest.get(pod.group, pod.created), pod.created)
         for name, value in per_state.items():
             self.metrics.pending_pods.labels(name).set(value)
+        wall = time.time()
+        pending: dict[tuple[str, str], tuple[float, int | None]] = {}
+        for ref, created in oldest.items():
+            group = cluster.groups.get(ref)
+            timeout = group.schedule_timeout_seconds if group is not None else None
+            pending[(ref.namespace, ref.name)] = (max(0.0, wall - created), timeout)
+        self.metrics.set_pending_groups(pending)
         self.metrics.waiting_gangs.set(len(self._waiting))
