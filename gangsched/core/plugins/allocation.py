@@ -25,6 +25,19 @@ FloatMatrix = npt.NDArray[np.float64]
 FloatVector = npt.NDArray[np.float64]
 
 
+class ResourceScore:
+    """Base of the resource-based score plugins: they differ only in how a node's
+    utilisation after placement turns into a score."""
+
+    name = ""
+
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        self.weights = dict(weights)
+
+    def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
+        return True
+
+
 def utilisation_after(
     ctx: PodContext, snap: Snapshot, nodes: IndexVector, weights: Mapping[str, float]
 ) -> tuple[FloatMatrix, FloatVector]:

@@ -3,23 +3,15 @@ is not exhausted on a node whose memory sits idle. Score = (1 - std of fractions
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from gangsched.core.framework import FloatVector, IndexVector, PodContext
-from gangsched.core.plugins.allocation import utilisation_after
+from gangsched.core.plugins.allocation import ResourceScore, utilisation_after
 from gangsched.core.snapshot import Snapshot
 
 
-class BalancedAllocation:
+class BalancedAllocation(ResourceScore):
     name = "BalancedAllocation"
-
-    def __init__(self, weights: Mapping[str, float]) -> None:
-        self.weights = dict(weights)
-
-    def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
-        return True
 
     def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
         frac, weights = utilisation_after(ctx, snap, nodes, self.weights)

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from gangsched.core.framework import FloatVector, IndexVector, PodContext
-from gangsched.core.plugins.allocation import utilisation_after
+from gangsched.core.plugins.allocation import ResourceScore, utilisation_after
 from gangsched.core.snapshot import Snapshot
 
 
-class LeastAllocated:
+class LeastAllocated(ResourceScore):
     name = "LeastAllocated"
-
-    def __init__(self, weights: Mapping[str, float]) -> None:
-        self.weights = dict(weights)
-
-    def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
-        return True
 
     def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
         frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
