@@ -88,14 +88,7 @@ def _simulate(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return EXIT_USAGE
-    strategy = args.preemption or (
-        config.preemption.strategy if config.preemption.enabled else "off"
-    )
-    preemptor = None
-    if strategy != "off":
-        from gangsched.core.preemption import build_preemptor
-
-        preemptor = build_preemptor(strategy=strategy, scheduler_name=scheduler_name)
+    preemptor = config.preemptor(strategy=args.preemption, scheduler_name=scheduler_name)
     cluster = ClusterState.build(
         scheduler_name=scheduler_name,
         nodes=inventory.nodes,

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gangsched.core.cycle import CycleConfig
 from gangsched.core.plugins import ScoringConfig
 from gangsched.core.plugins.registry import DEFAULT_WEIGHTS
-from gangsched.core.scheduler import SchedulerConfig
+from gangsched.core.preemption import build_preemptor
+from gangsched.core.scheduler import Preemptor, SchedulerConfig
 
 
 class _Strict(BaseModel):
@@ -72,6 +73,15 @@ class Config(_Strict):
     healthAddress: str = "0.0.0.0:10258"
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     logFormat: Literal["json", "console"] = "json"
+
+    def preemptor(
+        self, *, strategy: str | None = None, scheduler_name: str | None = None
+    ) -> Preemptor | None:
+        """The configured preemption strategy (`strategy` overrides it; "off" disables)."""
+        chosen = strategy or (self.preemption.strategy if self.preemption.enabled else "off")
+        if chosen == "off":
+            return None
+        return build_preemptor(strategy=chosen, scheduler_name=scheduler_name or self.schedulerName)
 
     def scheduler_config(self) -> SchedulerConfig:
         return SchedulerConfig(
