@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, else $KUBECONFIG)")
     run.add_argument("--config", metavar="FILE", help="scheduler configuration (YAML)")
     run.add_argument("--identity", help="this replica's name (default: $POD_NAME or host-pid)")
+    from gangsched import explain
+
+    explain.add_parser(commands)
     return parser
 
 
@@ -67,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _simulate(args)
     if args.command == "run":
         return _run(args)
+    if args.command == "explain":
+        from gangsched import explain
+
+        return explain.run(args)
     return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands
 
 

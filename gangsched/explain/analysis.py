@@ -1,0 +1,509 @@
+"""Why is this gang (or pod) not running? The scheduler's own answer, computed in a dry run.
+
+`explain()` runs the real core on a throwaway ClusterState built for the question (from the
+API server or from manifests): the same Scheduler, plugins, cycle and preemptor as `gangsched
+run`, one `Scheduler.schedule()` of the gang, and nothing is ever written anywhere. Besides the
+verdict it collects what a person needs to act on it: members present against minMember, for
+every member that fits nowhere kube-scheduler's per-reason node counts (in the upstream
+scheduling order, the members before it assumed placed, as the cycle evaluates them), whether
+preemption would help and with which victims, and the nominations and victims of an earlier
+preemption that are still terminating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.cycle import CycleResult, Gang, GangPlacer, member_order
+from gangsched.core.decisions import Bind, Nominate
+from gangsched.core.framework import Framework
+from gangsched.core.model import Dialect, GroupRef, Pod
+from gangsched.core.preemption.victims import gang_priority, victim_priority
+from gangsched.core.scheduler import (
+    ERROR,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    WAITING,
+    WAITING_ON_PREEMPTION,
+    PreemptionOutcome,
+    Preemptor,
+    Scheduler,
+    SchedulerConfig,
+)
+from gangsched.core.snapshot import Snapshot
+
+#: The verdict when the gang has no pending member (nothing for the scheduler to do).
+NOTHING_PENDING = "nothing_pending"
+
+#: Dialects in the order a bare NAMESPACE/NAME is looked up.
+_LOOKUP_ORDER = (Dialect.SIGS, Dialect.X_K8S, Dialect.UPSTREAM, Dialect.KOORDINATOR)
+
+
+class NotFound(LookupError):
+    """No PodGroup or pod by that name (the message says what was looked for)."""
+
+
+# ----------------------------------------------------------------------------------- results
+@dataclass(slots=True)
+class GroupMembers:
+    """One PodGroup of the gang: its members against its minMember."""
+
+    ref: GroupRef
+    #: -1 when pods name a PodGroup that does not exist.
+    min_member: int
+    bound: int
+    pending: int
+    #: Unbound members left to another scheduler.
+    foreign: int
+    schedule_timeout_seconds: int | None = None
+    priority: int | None = None
+    priority_class_name: str = ""
+
+    @property
+    def exists(self) -> bool:
+        return self.min_member >= 0
+
+    @property
+    def present(self) -> int:
+        return self.bound + self.pending
+
+    @property
+    def missing(self) -> int:
+        return max(0, self.min_member - self.present)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "podGroup": self.ref.key,
+            "apiGroup": self.ref.dialect.value,
+            "exists": self.exists,
+            "minMember": self.min_member,
+            "present": self.present,
+            "bound": self.bound,
+            "pending": self.pending,
+            "otherScheduler": self.foreign,
+            "missing": self.missing,
+            "scheduleTimeoutSeconds": self.schedule_timeout_seconds,
+            "priority": self.priority,
+            "priorityClassName": self.priority_class_name or None,
+        }
+
+
+@dataclass(slots=True)
+class Member:
+    pod: str
+    group: str
+    #: pending | bound | terminating | succeeded | failed | other-scheduler
+    state: str
+    node: str | None
+    nominated_node: str | None
+    priority: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "podGroup": self.group,
+            "state": self.state,
+            "node": self.node,
+            "nominatedNode": self.nominated_node,
+            "priority": self.priority,
+        }
+
+
+@dataclass(slots=True)
+class PodFit:
+    """One pending member in the scheduling order: where it fits, or why it fits nowhere."""
+
+    pod: str
+    node: str | None
+    nodes: int
+    reasons: dict[str, int] = field(default_factory=dict)
+    unresolvable_nodes: int = 0
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pod": self.pod}
+        if self.node is not None:
+            out["fitsOn"] = self.node
+        else:
+            out.update(
+                message=self.message,
+                nodes=self.nodes,
+                reasons=dict(self.reasons),
+                unresolvableNodes=self.unresolvable_nodes,
+            )
+        return out
+
+
+@dataclass(slots=True)
+class Victim:
+    pod: str
+    node: str | None
+    priority: int
+    group: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "node": self.node,
+            "priority": self.priority,
+            "podGroup": self.group,
+        }
+
+
+@dataclass(slots=True)
+class PreemptionView:
+    enabled: bool
+    strategy: str = ""
+    #: The preemptor ran (the cycle came back unschedulable).
+    attempted: bool = False
+    #: Victims would be evicted now, or earlier victims are still terminating.
+    would_help: bool = False
+    message: str = ""
+    victims: list[Victim] = field(default_factory=list)
+    #: Pending member -> node it would be nominated to.
+    nominations: dict[str, str] = field(default_factory=dict)
+    pdb_violations: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "strategy": self.strategy or None,
+            "attempted": self.attempted,
+            "wouldHelp": self.would_help,
+            "message": self.message,
+            "victims": [v.as_dict() for v in self.victims],
+            "nominations": dict(sorted(self.nominations.items())),
+            "pdbViolations": self.pdb_violations,
+        }
+
+
+@dataclass(slots=True)
+class Explanation:
+    #: What was asked about: "PodGroup ns/name" or "Pod ns/name".
+    kind: str
+    target: str
+    #: The gang the scheduler places (a GangGroup may hold several PodGroups).
+    gang: GroupRef
+    groups: list[GroupMembers]
+    members: list[Member]
+    #: scheduled | unschedulable | waiting | error | waiting_on_preemption | nothing_pending
+    result: str
+    message: str
+    #: Pod -> node for a gang that would be bound right now.
+    placements: dict[str, str] = field(default_factory=dict)
+    #: Pending members in the scheduling order (fitting ones name their node).
+    fits: list[PodFit] = field(default_factory=list)
+    preemption: PreemptionView | None = None
+    #: Lower-priority pods still terminating on nodes the gang's members are nominated to.
+    terminating_victims: list[Victim] = field(default_factory=list)
+    #: The PodGroup's (or pod's) status as the API server holds it; None offline.
+    status: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: "cluster" or "manifests".
+    source: str = "manifests"
+
+    @property
+    def unplaced(self) -> list[PodFit]:
+        """Members that fit nowhere (and, for a gang that would be scheduled, are not placed)."""
+        return [f for f in self.fits if f.node is None and f.pod not in self.placements]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "source": self.source,
+            "gang": {"apiGroup": self.gang.dialect.value, "name": self.gang.key},
+            "groups": [g.as_dict() for g in self.groups],
+            "members": [m.as_dict() for m in self.members],
+            "result": self.result,
+            "message": self.message,
+            "placements": dict(sorted(self.placements.items())),
+            "unschedulable": [f.as_dict() for f in self.unplaced],
+            "schedulingOrder": [f.as_dict() for f in self.fits],
+            "preemption": None if self.preemption is None else self.preemption.as_dict(),
+            "terminatingVictims": [v.as_dict() for v in self.terminating_victims],
+            "status": self.status,
+            "events": self.events,
+            "notes": self.notes,
+        }
+
+
+# ---------------------------------------------------------------------------------- lookup
+def resolve(
+    cluster: ClusterState, namespace: str, name: str, kind: str | None = None
+) -> tuple[GroupRef, bool]:
+    """The group to explain for NAMESPACE/NAME and whether it was found through a pod: a
+    PodGroup of any dialect (also a Koordinator annotation gang), else the group of the pod
+    of that name (a lone pod is its own group). `kind` ("podgroup" or "pod") restricts it."""
+    if kind in (None, "podgroup"):
+        for dialect in _LOOKUP_ORDER:
+            ref = GroupRef(dialect, namespace, name)
+            if ref in cluster.groups or (dialect is Dialect.KOORDINATOR and ref in cluster.members):
+                return ref, False
+        # Pods may name a PodGroup that does not exist (yet): explain that group too.
+        for member in cluster.pods.values():
+            group = member.group
+            if group is not None and (group.namespace, group.name) == (namespace, name):
+                return group, False
+    if kind in (None, "pod"):
+        found = cluster.pods.get(f"{namespace}/{name}")
+        if found is not None:
+            return cluster.group_of(found), True
+    what = {"podgroup": "PodGroup", "pod": "pod"}.get(kind or "", "PodGroup or pod")
+    raise NotFound(f"no {what} {namespace}/{name}")
+
+
+# --------------------------------------------------------------------------------- explain
+class _RecordingPlacer:
+    """The scheduler's placer, keeping the last CycleResult (per-pod messages)."""
+
+    def __init__(self, inner: GangPlacer) -> None:
+        self.inner = inner
+        self.last: CycleResult | None = None
+
+    def place(self, gang: Gang, snap: Snapshot) -> CycleResult:
+        self.last = self.inner.place(gang, snap)
+        return self.last
+
+
+def explain(
+    cluster: ClusterState,
+    namespace: str,
+    name: str,
+    *,
+    kind: str | None = None,
+    config: SchedulerConfig | None = None,
+    preemptor: Preemptor | None = None,
+    strategy: str = "",
+) -> Explanation:
+    """Explain the PodGroup or pod NAMESPACE/NAME (see `resolve`) by running one cycle of
+    its gang on `cluster`, which this changes: pass a ClusterState built for this question
+    only. Raises NotFound."""
+    ref, via_pod = resolve(cluster, namespace, name, kind)
+    config = config or SchedulerConfig(scheduler_name=cluster.scheduler_name)
+    scheduler = Scheduler(cluster, config, preemptor=preemptor)
+    placer = _RecordingPlacer(scheduler.placer)
+    scheduler.placer = placer  # type: ignore[assignment]
+    key = scheduler.unit_key(ref)
+    gang = scheduler.gang(key)
+    lone = ref.dialect is Dialect.LONE_POD
+    out = Explanation(
+        kind="Pod" if via_pod else "PodGroup",
+        target=f"{namespace}/{name}",
+        gang=key,
+        groups=[_group_members(cluster, part.group.ref, gang) for part in gang.parts],
+        members=_members(cluster, gang),
+        result=NOTHING_PENDING,
+        message="",
+    )
+    if via_pod and not lone:
+        out.notes.append(
+            f"pod {namespace}/{name} belongs to the {ref.dialect.value} PodGroup {ref.key}: "
+            "the scheduler places the group whole"
+        )
+    if key != ref:
+        out.notes.append(f"{ref.key} is scheduled together with its GangGroup {key.key}")
+    priority = gang_priority(gang)
+    out.terminating_victims = _terminating_victims(gang, cluster, priority)
+    if not gang.pending:
+        out.message = _nothing_pending(cluster, gang, lone)
+        return out
+
+    out.fits = _scheduling_order(gang, scheduler.framework, cluster.snapshot)
+    report = scheduler.schedule(gang, 0.0)
+    out.result, out.message = report.result, report.message
+    if report.result == SCHEDULED:
+        out.placements = {d.pod: d.node for d in report.decisions if isinstance(d, Bind)}
+        out.message = f"{out.message}: it fits now and is bound on its next attempt"
+    elif report.result in (UNSCHEDULABLE, WAITING_ON_PREEMPTION):
+        out.preemption = _preemption(report.preemption, report.decisions, preemptor, strategy)
+        if placer.last is not None:
+            # The cycle's own per-pod texts win where the order pass differs (search).
+            for fit in out.fits:
+                cycle_text = placer.last.pod_messages.get(fit.pod)
+                if fit.node is None and cycle_text:
+                    fit.message = cycle_text
+    elif report.result == WAITING:
+        out.preemption = PreemptionView(
+            enabled=preemptor is not None,
+            strategy=strategy,
+            message="not attempted: the group waits for members (fewer pods than minMember)",
+        )
+    elif report.result == ERROR:
+        out.preemption = PreemptionView(
+            enabled=preemptor is not None,
+            strategy=strategy,
+            message="not attempted: the group is inconsistent (see the message)",
+        )
+    return out
+
+
+def _group_members(cluster: ClusterState, ref: GroupRef, gang: Gang) -> GroupMembers:
+    part = next(p for p in gang.parts if p.group.ref == ref)
+    return GroupMembers(
+        ref=ref,
+        min_member=part.group.min_member,
+        bound=len(part.bound),
+        pending=len(part.pending),
+        foreign=len(part.foreign),
+        schedule_timeout_seconds=part.group.schedule_timeout_seconds,
+        priority=part.group.priority,
+        priority_class_name=part.group.priority_class_name,
+    )
+
+
+def _state(cluster: ClusterState, pod: Pod) -> str:
+    if pod.phase == "Succeeded":
+        return "succeeded"
+    if pod.phase == "Failed":
+        return "failed"
+    if pod.terminating:
+        return "terminating"
+    if pod.node_name is not None:
+        return "bound"
+    if cluster.is_pending(pod):
+        return "pending"
+    return "other-scheduler"
+
+
+def _members(cluster: ClusterState, gang: Gang) -> list[Member]:
+    rows = []
+    for part in gang.parts:
+        for pod in sorted(cluster.group_members(part.group.ref), key=lambda p: p.key):
+            rows.append(
+                Member(
+                    pod=pod.key,
+                    group=part.group.ref.key,
+                    state=_state(cluster, pod),
+                    node=pod.node_name,
+                    nominated_node=pod.nominated_node_name,
+                    priority=pod.priority,
+                )
+            )
+    return rows
+
+
+def _nothing_pending(cluster: ClusterState, gang: Gang, lone: bool) -> str:
+    if lone:
+        pods = cluster.group_members(gang.key)
+        if not pods:
+            return "the pod does not exist"
+        pod = pods[0]
+        state = _state(cluster, pod)
+        if state == "bound":
+            return f"the pod is bound to {pod.node_name}"
+        if state == "other-scheduler":
+            return (
+                f"the pod is not gangsched's to schedule (schedulerName {pod.scheduler_name!r}, "
+                f"gangsched schedules {cluster.scheduler_name!r})"
+            )
+        return f"the pod is {state}"
+    bound = sum(len(part.bound) for part in gang.parts)
+    foreign = sum(len(part.foreign) for part in gang.parts)
+    text = f"no member is pending: {bound} bound"
+    if foreign:
+        text += (
+            f", {foreign} unbound with another schedulerName "
+            f"(gangsched schedules {cluster.scheduler_name!r})"
+        )
+    return text
+
+
+def _scheduling_order(gang: Gang, framework: Framework, snap: Snapshot) -> list[PodFit]:
+    """The upstream order pass: each pending member in turn, earlier ones assumed where they
+    fit; for members that fit nowhere, the per-reason node counts. Leaves `snap` unchanged."""
+    mark = snap.checkpoint()
+    fits: list[PodFit] = []
+    try:
+        for pod in member_order(gang.pending):
+            ctx = framework.context(pod, snap)
+            mask = framework.feasible(ctx, snap)
+            if mask.any():
+                node = None
+                if pod.nominated_node_name is not None:
+                    nominated = snap.index.get(pod.nominated_node_name)
+                    if nominated is not None and bool(mask[nominated]):
+                        node = nominated
+                if node is None:
+                    node = framework.select(ctx, snap, mask)
+                snap.assume(pod, node)
+                fits.append(PodFit(pod.key, snap.nodes[node].name, len(snap)))
+                continue
+            diagnosis = framework.diagnose(ctx, snap).fit
+            ranked = sorted(diagnosis.reasons.items(), key=lambda item: (-item[1], item[0]))
+            fits.append(
+                PodFit(
+                    pod=pod.key,
+                    node=None,
+                    nodes=diagnosis.num_nodes,
+                    reasons=dict(ranked),
+                    unresolvable_nodes=diagnosis.unresolvable_nodes,
+                    message=diagnosis.message(),
+                )
+            )
+    finally:
+        snap.rollback(mark)
+    return fits
+
+
+def _preemption(
+    outcome: PreemptionOutcome | None,
+    decisions: list[Any],
+    preemptor: Preemptor | None,
+    strategy: str,
+) -> PreemptionView:
+    if preemptor is None:
+        return PreemptionView(
+            enabled=False, message="preemption is off in the scheduler configuration"
+        )
+    if outcome is None:
+        return PreemptionView(enabled=True, strategy=strategy, message="not attempted")
+    view = PreemptionView(
+        enabled=True,
+        strategy=outcome.strategy or strategy,
+        attempted=True,
+        would_help=outcome.started,
+        message=outcome.message,
+        pdb_violations=outcome.pdb_violations,
+    )
+    view.victims = [
+        Victim(
+            pod=pod.key,
+            node=pod.node_name,
+            priority=pod.priority,
+            group=pod.group.key if pod.group is not None else None,
+        )
+        for pod in outcome.victims
+    ]
+    view.nominations = {
+        d.pod: d.node for d in decisions if isinstance(d, Nominate) and d.node is not None
+    }
+    return view
+
+
+def _terminating_victims(gang: Gang, cluster: ClusterState, priority: int) -> list[Victim]:
+    """As the preemptor's check before preempting again, but naming the pods."""
+    snap = cluster.snapshot
+    nodes = sorted(
+        {
+            snap.index[pod.nominated_node_name]
+            for pod in gang.pending
+            if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
+        }
+    )
+    victims = []
+    for node in nodes:
+        for pod in sorted(snap.node_pods[node].values(), key=lambda p: p.key):
+            if pod.terminating and victim_priority(pod, cluster) < priority:
+                victims.append(
+                    Victim(
+                        pod=pod.key,
+                        node=pod.node_name,
+                        priority=pod.priority,
+                        group=pod.group.key if pod.group is not None else None,
+                    )
+                )
+    return victims

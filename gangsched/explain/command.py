@@ -1,0 +1,198 @@
+"""`gangsched explain NAMESPACE/NAME`: the argument parser and the command.
+
+Exit status: 0 explained; 1 not found, no access or the API server unreachable; 2 bad input
+(target, files, configuration, kubeconfig). Every error is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from gangsched.config import Config, ConfigError, load_config
+from gangsched.core.cluster import ClusterState
+from gangsched.core.scheduler import Preemptor
+from gangsched.explain.analysis import Explanation, NotFound, explain
+from gangsched.explain.render import render
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+PROG = "gangsched explain"
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    """Register `explain` on the `gangsched` subcommands (an argparse subparsers action)."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "explain",
+        help="why a PodGroup or pod is not running: the scheduler's answer, in a dry run",
+        description=(
+            "Explain a PodGroup (any dialect) or a pod: members present against minMember, "
+            "for each member that fits nowhere the per-reason node counts, whether preemption "
+            "would help and which victims it would choose, nominations and victims still "
+            "terminating, and (against a cluster) the group's status and recent events. "
+            "Runs the real scheduler core on a private copy of the state: nothing is written."
+        ),
+    )
+    parser.add_argument("target", metavar="[NAMESPACE/]NAME", help="the PodGroup or pod")
+    parser.add_argument(
+        "-n", "--namespace", help="namespace when TARGET has none (default: default)"
+    )
+    parser.add_argument(
+        "--kind",
+        choices=["podgroup", "pod"],
+        help="look only for a PodGroup or only for a pod (default: PodGroup first, then pod)",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        metavar="FILE",
+        help="explain offline on manifests (repeatable) instead of a cluster",
+    )
+    source.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)"
+    )
+    parser.add_argument("--config", metavar="FILE", help="scheduler configuration (YAML)")
+    parser.add_argument("--scheduler-name", help="schedulerName whose pods are gangsched's")
+    parser.add_argument(
+        "--preemption",
+        choices=["mincost", "kep", "off"],
+        help="preemption strategy (default: from config, else mincost)",
+    )
+    parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    return parser
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return code
+
+
+def _target(args: argparse.Namespace) -> tuple[str, str] | None:
+    target: str = args.target
+    if target.count("/") > 1:
+        return None
+    namespace, _, name = target.rpartition("/")
+    if namespace and args.namespace and namespace != args.namespace:
+        return None
+    namespace = namespace or args.namespace or "default"
+    if not name or not namespace:
+        return None
+    return namespace, name
+
+
+def _preemptor(
+    config: Config, choice: str | None, scheduler_name: str
+) -> tuple[Preemptor | None, str]:
+    strategy = choice or (config.preemption.strategy if config.preemption.enabled else "off")
+    if strategy == "off":
+        return None, ""
+    from gangsched.core.preemption import build_preemptor
+
+    return build_preemptor(strategy=strategy, scheduler_name=scheduler_name), strategy
+
+
+def run(args: argparse.Namespace) -> int:
+    target = _target(args)
+    if target is None:
+        return _fail(
+            f"bad target {args.target!r}: expected NAMESPACE/NAME or NAME (with -n NAMESPACE)",
+            EXIT_USAGE,
+        )
+    namespace, name = target
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        for line in str(exc).splitlines():
+            print(f"{PROG}: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    scheduler_name = args.scheduler_name or config.schedulerName
+    preemptor, strategy = _preemptor(config, args.preemption, scheduler_name)
+    scheduler_config = config.scheduler_config()
+    scheduler_config.scheduler_name = scheduler_name
+
+    def dry_run(cluster: ClusterState) -> Explanation:
+        return explain(
+            cluster,
+            namespace,
+            name,
+            kind=args.kind,
+            config=scheduler_config,
+            preemptor=preemptor,
+            strategy=strategy,
+        )
+
+    if args.file:
+        from gangsched.explain.sources import from_manifests
+        from gangsched.simulate.loader import ManifestError
+
+        try:
+            cluster = from_manifests(args.file, scheduler_name=scheduler_name)
+        except ManifestError as exc:
+            for problem in exc.problems:
+                print(f"{PROG}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            explanation = dry_run(cluster)
+        except NotFound as exc:
+            return _fail(f"{exc} in {', '.join(args.file)}", EXIT_FAILURE)
+    else:
+        try:
+            explanation = asyncio.run(_from_cluster(args, dry_run, scheduler_name))
+        except NotFound as exc:
+            return _fail(f"{exc} in the cluster", EXIT_FAILURE)
+        except _Failed as exc:
+            return _fail(str(exc), exc.code)
+    sys.stdout.write(render(explanation, args.output))
+    return EXIT_OK
+
+
+class _Failed(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def _from_cluster(args: argparse.Namespace, dry_run: Any, scheduler_name: str) -> Explanation:
+    from gangsched.explain.sources import (
+        SourceError,
+        connect,
+        from_cluster,
+        recent_events,
+        status_of,
+    )
+
+    try:
+        kube = await connect(args.kubeconfig)
+    except SourceError as exc:
+        raise _Failed(str(exc), exc.code) from None
+    try:
+        try:
+            read = await from_cluster(kube, scheduler_name=scheduler_name)
+        except SourceError as exc:
+            raise _Failed(str(exc), exc.code) from None
+        explanation: Explanation = dry_run(read.cluster)
+        explanation.source = "cluster"
+        ref = explanation.gang
+        explanation.status = status_of(read, ref)
+        for key, problem in sorted(read.problems.items()):
+            kind, _, obj = key.partition("/")
+            if obj == ref.key or obj in {m.pod for m in explanation.members}:
+                explanation.notes.append(f"gangsched cannot read {kind} {obj}: {problem}")
+        lone = ref.dialect.value == "pod"
+        groups = {g.ref.name for g in explanation.groups if g.ref.namespace == ref.namespace}
+        pods = {m.pod.split("/", 1)[1] for m in explanation.members}
+        try:
+            explanation.events = await recent_events(
+                kube,
+                ref.namespace,
+                groups=set() if lone else groups,
+                pods=pods | ({ref.name} if lone else set()),
+            )
+        except SourceError as exc:
+            explanation.notes.append(f"events not shown: {exc}")
+        return explanation
+    finally:
+        await kube.close()
