@@ -36,6 +36,9 @@ from gangsched.edge.metrics import Metrics
 
 log = structlog.get_logger("gangsched.actuator")
 
+_POD_GROUP_DIALECTS = (Dialect.SIGS, Dialect.X_K8S, Dialect.UPSTREAM)
+_CLUSTER_KINDS = {"Node": "v1", "PriorityClass": "scheduling.k8s.io/v1", "Namespace": "v1"}
+
 POD_GROUP_API_VERSIONS = {
     Dialect.SIGS: "scheduling.sigs.k8s.io/v1alpha1",
     Dialect.X_K8S: "scheduling.x-k8s.io/v1alpha1",
@@ -108,18 +111,29 @@ class Actuator:
         for steps in victims.values():
             self._spawn(self._preempt(steps))
 
-    def apply_event(self, event: Event) -> None:
-        """Post an event that no cycle produced (e.g. a schedule timeout)."""
-        self._spawn(self._event(event))
+    def apply_event(self, event: Event, regarding: ObjectRef | None = None) -> None:
+        """Post an event that no cycle produced (e.g. a schedule timeout, an object we cannot
+        read); `regarding` overrides the reference built from the cache."""
+        self._spawn(self._event(event, regarding))
 
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(work)
+        task = asyncio.get_running_loop().create_task(self._guarded(work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
+        """A write that fails without an HTTP answer (API server restarting, connection
+        reset) is logged and counted, never left as an unretrieved task exception."""
+        try:
+            await work
+        except Exception as exc:
+            operation = str(getattr(work, "__name__", "write")).lstrip("_")
+            self.metrics.api_errors.labels(operation, "connection").inc()
+            log.warning("API write failed", operation=operation, error=repr(exc))
 
     # --------------------------------------------------------------------------------- binds
     async def _bind(self, bind: Bind, gang: GroupRef) -> None:
@@ -136,23 +150,97 @@ class Actuator:
             if not self.may_write():
                 self._bind_failed(bind, gang, "not leader")
                 return
+            stale = self._stale(bind)
+            if stale:
+                # Changed between decision and bind: binding now would be a stale decision.
+                self.metrics.binding_errors.labels("stale").inc()
+                self._bind_failed(bind, gang, stale, announce=True)
+                return
             started = time.perf_counter()
             try:
                 await self.kube.post(pod_path(bind.pod, "binding"), body)
             except KubeError as exc:
                 cause = "conflict" if exc.conflict else "not_found" if exc.not_found else "other"
                 self.metrics.binding_errors.labels(cause).inc()
-                self._bind_failed(bind, gang, str(exc))
+                if exc.status >= 500 or exc.status == 429:
+                    await self._settle(bind, gang, str(exc))  # may have been applied
+                    return
+                if cause == "other":
+                    self.metrics.api_errors.labels("bind", str(exc.status)).inc()
+                self._bind_failed(bind, gang, str(exc), announce=cause == "other")
                 return
             except Exception as exc:  # connection lost: the bind may or may not have happened
                 self.metrics.binding_errors.labels("other").inc()
-                self._bind_failed(bind, gang, repr(exc))
+                await self._settle(bind, gang, repr(exc))
                 return
             self.metrics.binding_duration.observe(time.perf_counter() - started)
             self.metrics.pods_bound.inc()
             log.info("bound", pod=bind.pod, node=bind.node, group=gang.key)
 
-    def _bind_failed(self, bind: Bind, gang: GroupRef, error: str) -> None:
+    def _stale(self, bind: Bind) -> str:
+        """Why carrying out this bind now would be wrong, or "" if it still holds."""
+        cluster = self.scheduler.cluster
+        pod = cluster.pods.get(bind.pod)
+        if pod is None or pod.uid != bind.uid:
+            return f"pod {bind.pod} was deleted"
+        if pod.terminating:
+            return f"pod {bind.pod} is being deleted"
+        if bind.node not in cluster.nodes:
+            return f"node {bind.node} was deleted"
+        group_ref = pod.group
+        if (
+            group_ref is not None
+            and group_ref.dialect in _POD_GROUP_DIALECTS
+            and group_ref not in cluster.groups
+        ):
+            return f"{group_ref.dialect.value} PodGroup {group_ref.key} was deleted"
+        for ref in cluster.unit_of(pod.group) if pod.group is not None else ():
+            group = cluster.pod_group(ref)
+            if group is None or group.min_member <= 1:
+                continue
+            placed = sum(
+                1
+                for member in cluster.group_members(ref)
+                if member.node_name is not None and not member.terminating
+            )
+            if placed < group.min_member:
+                return (
+                    f"PodGroup {ref.key} now has {placed} placed member(s), fewer than "
+                    f"minMember {group.min_member}"
+                )
+        return ""
+
+    async def _settle(self, bind: Bind, gang: GroupRef, error: str) -> None:
+        """The bind's outcome is unknown (connection lost, server error): keep its capacity
+        reserved and read the pod back until we know, so a bind that did happen is neither
+        repeated elsewhere nor its node double-booked meanwhile."""
+        log.warning("bind outcome unknown; checking", pod=bind.pod, node=bind.node, error=error)
+        delay = 0.5
+        while True:
+            try:
+                pod = await self.kube.get(pod_path(bind.pod))
+            except KubeError as exc:
+                if exc.not_found:
+                    self._bind_failed(bind, gang, "pod deleted")
+                    return
+            except Exception:  # still unreachable
+                pass
+            else:
+                meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+                if meta.get("uid") != bind.uid:
+                    self._bind_failed(bind, gang, "pod replaced")
+                elif spec.get("nodeName") == bind.node:
+                    self.metrics.pods_bound.inc()
+                    log.info("bound", pod=bind.pod, node=bind.node, group=gang.key, checked=True)
+                else:
+                    self._bind_failed(bind, gang, error)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _bind_failed(
+        self, bind: Bind, gang: GroupRef, error: str, *, announce: bool = False
+    ) -> None:
         """Forget the assumed placement and retry the gang after its backoff."""
         log.warning("bind failed", pod=bind.pod, node=bind.node, group=gang.key, error=error)
         self.cache.assumed.pop(bind.pod, None)
@@ -161,6 +249,18 @@ class Actuator:
             self.scheduler.cluster.forget(pod)
             self.scheduler.enqueue_pod(pod, time.monotonic())
         self.scheduler.queue.backoff(gang, time.monotonic())
+        if announce and self.may_write():
+            kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
+            self.apply_event(
+                Event(
+                    kind,
+                    gang.key,
+                    "Warning",
+                    "FailedScheduling",
+                    "Binding",
+                    f"binding {bind.pod} to {bind.node} not done: {error}; retrying the group",
+                )
+            )
 
     # ---------------------------------------------------------------------------- conditions
     async def _pod_condition(self, cond: SetCondition, delay: float = 0.0) -> None:
@@ -246,14 +346,18 @@ class Actuator:
                 return
 
     # -------------------------------------------------------------------------------- events
-    async def _event(self, event: Event) -> None:
+    async def _event(self, event: Event, regarding: ObjectRef | None = None) -> None:
         if not self.may_write():
             return
-        regarding = self._ref(event.regarding_kind, event.regarding)
+        regarding = regarding or self._ref(event.regarding_kind, event.regarding)
         related = self._ref(event.related_kind, event.related) if event.related else None
-        await self.events.post(event, regarding, related)
+        failed = await self.events.post(event, regarding, related)
+        if failed is not None:
+            self.metrics.api_errors.labels("event", failed).inc()
 
     def _ref(self, kind: str, key: str) -> ObjectRef:
+        if "/" not in key:  # cluster-scoped: Node, PriorityClass
+            return ObjectRef(kind, "", key, _CLUSTER_KINDS.get(kind, "v1"))
         namespace, name = _split(key)
         if kind == "Pod":
             pod = self.scheduler.cluster.pods.get(key)
@@ -262,4 +366,6 @@ class Actuator:
             if ref.key == key:
                 api_version = self.api_versions.get(ref.dialect, "v1")
                 return ObjectRef("PodGroup", namespace, name, api_version, group.uid)
+        if kind == "PodDisruptionBudget":
+            return ObjectRef(kind, namespace, name, "policy/v1")
         return ObjectRef(kind, namespace, name, POD_GROUP_API_VERSIONS[Dialect.SIGS])

@@ -42,8 +42,8 @@ async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def ready(_: web.Request) -> web.Response:
-        ok = operator.synced.is_set()
-        return web.Response(status=200 if ok else 503, text="ok" if ok else "caches syncing")
+        problem = operator.not_ready()
+        return web.Response(status=503 if problem else 200, text=problem or "ok")
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
@@ -85,6 +85,7 @@ def build_registry(
                 strategy=config.preemption.strategy, scheduler_name=config.schedulerName
             )
         operator = Operator(config=config, kube=kube, identity=identity, preemptor=preemptor)
+        operator.on_fatal = lambda: _fail(holder)
         holder["operator"] = operator
         holder["http"] = await _serve_metrics(operator, config.metricsAddress)
         election = config.leaderElection
@@ -142,9 +143,17 @@ async def _elect(elector: LeaderElector, holder: dict[str, Any]) -> None:
         await elector.run()
     except LeadershipLost as exc:
         log.error("leadership lost; exiting to restart clean", error=str(exc))
-        holder["exit_code"] = 1
-        stop: asyncio.Event = holder["stop"]
-        stop.set()
+        _fail(holder)
+    except Exception:
+        log.exception("leader election failed; exiting to restart clean")
+        _fail(holder)
+
+
+def _fail(holder: dict[str, Any]) -> None:
+    """Stop the process with exit status 1 (the Deployment restarts it clean)."""
+    holder["exit_code"] = 1
+    stop: asyncio.Event = holder["stop"]
+    stop.set()
 
 
 def _register_podgroup_events(

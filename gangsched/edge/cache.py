@@ -45,6 +45,10 @@ def _key(obj: JSON) -> str:
     return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
 
 
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 @dataclass
 class ClusterCache:
     scheduler: Scheduler
@@ -57,6 +61,8 @@ class ClusterCache:
     problems: dict[str, str] = field(default_factory=dict)
     #: Called with (kind, key, message) for an object that cannot be read.
     on_problem: Callable[[str, str, str], None] | None = None
+    #: apiVersion, uid and schedulerName of each object in `problems` (to post events on it).
+    problem_refs: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Called when something happened that may let a waiting gang schedule.
     on_change: Callable[[], None] | None = None
     #: Called with (ref, status) for PodGroups whose server-side status we track ourselves.
@@ -80,10 +86,19 @@ class ClusterCache:
         if self.on_change is not None:
             self.on_change()
 
-    def _report(self, kind: str, key: str, exc: InvalidObject) -> None:
+    def _report(self, kind: str, key: str, exc: InvalidObject, obj: JSON | None = None) -> None:
         message = "; ".join(str(p) for p in exc.problems)
         if self.problems.get(f"{kind}/{key}") != message:
             self.problems[f"{kind}/{key}"] = message
+            meta = (obj or {}).get("metadata") if isinstance(obj, dict) else None
+            spec = (obj or {}).get("spec") if isinstance(obj, dict) else None
+            self.problem_refs[f"{kind}/{key}"] = {
+                "apiVersion": str((obj or {}).get("apiVersion") or ""),
+                "uid": str(meta.get("uid") or "") if isinstance(meta, dict) else "",
+                "schedulerName": str(spec.get("schedulerName") or "")
+                if isinstance(spec, dict)
+                else "",
+            }
             log.warning("cannot read object", kind=kind, key=key, problem=message)
             if self.on_problem is not None:
                 self.on_problem(kind, key, message)
@@ -113,9 +128,14 @@ class ClusterCache:
         try:
             pod = pod_from_raw(obj, priorities=self._resolver())
         except InvalidObject as exc:
-            self._report("Pod", key, exc)
+            self._report("Pod", key, exc, obj)
+            stale = self.cluster.pods.get(key)
+            if stale is not None and self.cluster.is_pending(stale):
+                # Never schedule from a copy the pod no longer matches; a bound pod's old
+                # copy stays (its node capacity is still in use).
+                self._forget_pod(key)
             return
-        self.problems.pop(f"Pod/{key}", None)
+        self._forgive("Pod", key)
         old: Pod | None = self.cluster.pods.get(key)
         assumed = self.assumed.get(key)
         if assumed is not None:
@@ -139,7 +159,13 @@ class ClusterCache:
         if pod.labels and self.raw_budgets and (old is None or freed):
             self._refresh_budgets()
 
+    def _forgive(self, kind: str, key: str) -> None:
+        """The object is readable again (or gone): forget its problem."""
+        self.problems.pop(f"{kind}/{key}", None)
+        self.problem_refs.pop(f"{kind}/{key}", None)
+
     def _delete_pod(self, obj: JSON) -> None:
+        self._forgive("Pod", _key(obj))
         self._forget_pod(_key(obj))
         self._refresh_budgets()
         self._changed()
@@ -161,7 +187,7 @@ class ClusterCache:
             try:
                 nodes.append(node_from_raw(obj))
             except InvalidObject as exc:
-                self._report("Node", _key(obj), exc)
+                self._report("Node", _key(obj), exc, obj)
         self.cluster.nodes = {node.name: node for node in nodes}
         self.cluster.snapshot.set_nodes(nodes)
         # Pods whose node arrived only now hold resources there.
@@ -179,7 +205,7 @@ class ClusterCache:
         try:
             node = node_from_raw(obj)
         except InvalidObject as exc:
-            self._report("Node", _key(obj), exc)
+            self._report("Node", _key(obj), exc, obj)
             return
         old = self.cluster.nodes.get(node.name)
         if old is not None and (old.labels, old.allocatable, old.taints, old.unschedulable) == (
@@ -204,14 +230,20 @@ class ClusterCache:
         self._changed()
 
     # ---------------------------------------------------------------------------- PodGroups
-    def pod_groups(self) -> _Handler:
-        return _Handler(self._replace_groups, self._upsert_group, self._delete_group)
+    def pod_groups(self, dialect: Dialect | None = None) -> _Handler:
+        return _Handler(
+            lambda objects: self._replace_groups(objects, dialect),
+            self._upsert_group,
+            self._delete_group,
+        )
 
-    def _replace_groups(self, objects: list[JSON]) -> None:
-        if not objects:
+    def _replace_groups(self, objects: list[JSON], dialect: Dialect | None = None) -> None:
+        if dialect is not None:
+            dialect_prefix = dialect.value
+        elif objects:
+            dialect_prefix = str(objects[0].get("apiVersion", "")).split("/", 1)[0]
+        else:
             return
-        api_version = str(objects[0].get("apiVersion", ""))
-        dialect_prefix = api_version.split("/", 1)[0]
         seen = set()
         for obj in objects:
             ref = self._upsert_group(obj, notify=False)
@@ -228,9 +260,14 @@ class ClusterCache:
         try:
             group = pod_group_from_raw(obj, priorities=self._resolver())
         except InvalidObject as exc:
-            self._report("PodGroup", _key(obj), exc)
+            self._report("PodGroup", _key(obj), exc, obj)
+            stale = _group_ref(obj)
+            if stale is not None and stale in self.cluster.groups:
+                # Its members wait (PodGroup not found) instead of following the old spec.
+                self.cluster.delete_group(stale)
+                self.scheduler.queue.activate(self.scheduler.unit_key(stale))
             return None
-        self.problems.pop(f"PodGroup/{_key(obj)}", None)
+        self._forgive("PodGroup", _key(obj))
         self.cluster.upsert_group(group)
         if self.on_group_status is not None and group.ref.dialect is Dialect.UPSTREAM:
             self.on_group_status(group.ref, dict(obj.get("status") or {}))
@@ -241,12 +278,12 @@ class ClusterCache:
         return group.ref
 
     def _delete_group(self, obj: JSON) -> None:
-        try:
-            group = pod_group_from_raw(obj, priorities=self._resolver())
-        except InvalidObject:
+        self._forgive("PodGroup", _key(obj))
+        ref = _group_ref(obj)
+        if ref is None:
             return
-        self.cluster.delete_group(group.ref)
-        self.scheduler.queue.activate(self.scheduler.unit_key(group.ref))
+        self.cluster.delete_group(ref)
+        self.scheduler.queue.activate(self.scheduler.unit_key(ref))
 
     # ------------------------------------------------------------------ classes and budgets
     def priority_classes(self) -> _Handler:
@@ -258,7 +295,7 @@ class ClusterCache:
             try:
                 pc = priority_class_from_raw(obj)
             except InvalidObject as exc:
-                self._report("PriorityClass", _key(obj), exc)
+                self._report("PriorityClass", _key(obj), exc, obj)
                 continue
             classes[pc.name] = pc
         self.cluster.priority_classes = classes
@@ -269,7 +306,7 @@ class ClusterCache:
         try:
             pc = priority_class_from_raw(obj)
         except InvalidObject as exc:
-            self._report("PriorityClass", _key(obj), exc)
+            self._report("PriorityClass", _key(obj), exc, obj)
             return
         self.cluster.priority_classes[pc.name] = pc
         self._priorities = None
@@ -318,7 +355,7 @@ class ClusterCache:
                         raw, matching_pods=matching
                     )
             except InvalidObject as exc:
-                self._report("PodDisruptionBudget", key, exc)
+                self._report("PodDisruptionBudget", key, exc, raw)
                 continue
             budgets[key] = budget
         self.cluster.budgets = budgets
@@ -348,13 +385,27 @@ class ClusterCache:
         self.cluster.snapshot.namespace_labels.pop(_key(obj), None)
 
 
+def _group_ref(obj: JSON) -> GroupRef | None:
+    """The ref of a raw PodGroup, readable or not (its apiVersion group and name)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    group = str(obj.get("apiVersion") or "").split("/", 1)[0]
+    dialect = next((d for d in Dialect if d.value == group), None)
+    if dialect is None or dialect in (Dialect.LONE_POD, Dialect.KOORDINATOR):
+        return None
+    return GroupRef(dialect, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
 def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
     """What a pod update must change for the scheduler to care. The spec is immutable but
     for these fields (and in-place resize, caught by the generation), so status updates
     from kubelets -- most pod events -- are skipped without converting the pod."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    meta, spec, status = (
+        _dict(obj.get("metadata")),
+        _dict(obj.get("spec")),
+        _dict(obj.get("status")),
+    )
     return (
         meta.get("uid"),
         meta.get("generation"),
@@ -375,10 +426,21 @@ class _Handler:
     _delete: Callable[[JSON], None]
 
     def replace(self, objects: list[JSON]) -> None:
-        self._replace(objects)
+        self._replace([obj for obj in objects if _readable(obj)])
 
     def upsert(self, obj: JSON) -> None:
-        self._upsert(obj)
+        if _readable(obj):
+            self._upsert(obj)
 
     def delete(self, obj: JSON) -> None:
-        self._delete(obj)
+        if _readable(obj):
+            self._delete(obj)
+
+
+def _readable(obj: object) -> bool:
+    """The API server only sends objects with metadata; anything else is skipped, loudly,
+    rather than breaking the informer (a failing list would never sync)."""
+    if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+        return True
+    log.error("skipping an object without metadata", object=repr(obj)[:200])
+    return False

@@ -78,16 +78,23 @@ class EventRecorder:
             self._recent = {k: t for k, t in self._recent.items() if t >= cutoff}
         return True
 
-    async def post(self, event: Event, regarding: ObjectRef, related: ObjectRef | None) -> None:
+    async def post(
+        self, event: Event, regarding: ObjectRef, related: ObjectRef | None
+    ) -> str | None:
+        """None when posted (or skipped as a duplicate or over the rate limit); else why not:
+        the HTTP status, or "connection" (logged either way)."""
         if not self.should_post(event):
-            return
+            return None
+        # Events about cluster-scoped objects (nodes, priority classes) live in "default",
+        # as client-go's recorder puts them.
+        namespace = regarding.namespace or "default"
         body: JSON = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             # client-go's naming: "<object>.<hex nanoseconds>" (a valid, unique DNS subdomain).
             "metadata": {
                 "name": f"{regarding.name}.{time.time_ns():x}",
-                "namespace": regarding.namespace,
+                "namespace": namespace,
             },
             "eventTime": event_time(),
             "reportingController": self.controller,
@@ -101,10 +108,18 @@ class EventRecorder:
         if related is not None:
             body["related"] = related.as_json()
         try:
-            await self.kube.post(
-                f"/apis/events.k8s.io/v1/namespaces/{regarding.namespace}/events", body
-            )
+            await self.kube.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
         except KubeError as exc:
             log.warning(
                 "event not recorded", reason=event.reason, regarding=event.regarding, error=str(exc)
             )
+            return str(exc.status)
+        except Exception as exc:  # connection lost: events are best effort
+            log.warning(
+                "event not recorded",
+                reason=event.reason,
+                regarding=event.regarding,
+                error=repr(exc),
+            )
+            return "connection"
+        return None

@@ -47,6 +47,10 @@ class Informer:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     relists: int = 0
     on_relist: Callable[[str], None] | None = None
+    #: Called with (resource, HTTP status or "connection") when a list or watch fails.
+    on_error: Callable[[str, str], None] | None = None
+    #: The last list/watch failure, cleared by the next successful list (for /readyz).
+    last_error: str = ""
     resource_version: str = ""
     #: Set on listed items, which the API server returns without apiVersion/kind.
     api_version: str = ""
@@ -71,19 +75,19 @@ class Informer:
                     need_list = True
                     continue
                 log.warning("list/watch failed", resource=self.name, error=str(exc))
-                if exc.forbidden:
-                    log.error(
-                        "missing RBAC permission",
-                        resource=self.name,
-                        path=self.path,
-                        message=exc.message,
-                    )
+                self._failed(str(exc.status), str(exc))
                 need_list = True
             except Exception as exc:  # connection reset, timeouts, bad JSON
                 log.warning("list/watch interrupted", resource=self.name, error=repr(exc))
+                self._failed("connection", repr(exc))
                 need_list = need_list or not self.resource_version
             await asyncio.sleep(backoff * (0.5 + random.random()))
             backoff = min(self.max_backoff, backoff * 2)
+
+    def _failed(self, code: str, error: str) -> None:
+        self.last_error = error
+        if self.on_error is not None:
+            self.on_error(self.name, code)
 
     async def _list(self) -> None:
         items: list[JSON] = []
@@ -105,6 +109,7 @@ class Informer:
             if self.api_version:
                 item.setdefault("apiVersion", self.api_version)
         self.handler.replace(items)
+        self.last_error = ""
         self.relists += 1
         if self.on_relist is not None and self.relists > 1:
             self.on_relist(self.name)

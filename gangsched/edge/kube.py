@@ -10,13 +10,17 @@ can report API requests per bound pod.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import structlog
 from kubernetes_asyncio import client, config
+
+log = structlog.get_logger("gangsched.kube")
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -55,6 +59,7 @@ class Kube:
     requests: Counter[str] = field(default_factory=Counter)
     #: Called with the HTTP verb of every request (metrics).
     on_request: Callable[[str], None] | None = None
+    _forbidden_logged: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, qps_hint: int = 0) -> Kube:
@@ -116,7 +121,7 @@ class Kube:
         async with response:
             raw = await response.read()
             if not 200 <= response.status < 300:
-                raise _error(response.status, raw)
+                raise self._failed(method, path, query, _error(response.status, raw))
         if not raw:
             return {}
         decoded: JSON = json.loads(raw)
@@ -146,7 +151,8 @@ class Kube:
         response = await self._send("GET", path, query={**query, "watch": "true"}, timeout=timeout)
         async with response:
             if not 200 <= response.status < 300:
-                raise _error(response.status, await response.read())
+                error = _error(response.status, await response.read())
+                raise self._failed("GET", path, {"watch": "true"}, error)
             while True:
                 line = await response.content.readline()
                 if not line:
@@ -154,6 +160,59 @@ class Kube:
                 if line.strip():
                     event: JSON = json.loads(line)
                     yield event
+
+    def _failed(
+        self, method: str, path: str, query: Mapping[str, Any] | None, error: KubeError
+    ) -> KubeError:
+        """Say plainly which permission is missing (once a minute per verb and resource):
+        a 403 otherwise surfaces only as a failed operation somewhere downstream."""
+        if error.status in (401, 403):
+            verb, resource = rbac_verb(method, path, query), rbac_resource(path)
+            now = time.monotonic()
+            if now - self._forbidden_logged.get((verb, resource), -3600.0) >= 60.0:
+                self._forbidden_logged[(verb, resource)] = now
+                log.error(
+                    "missing RBAC permission" if error.status == 403 else "unauthorized",
+                    verb=verb,
+                    resource=resource,
+                    path=path,
+                    message=error.message,
+                )
+        return error
+
+
+def rbac_resource(path: str) -> str:
+    """The RBAC resource a REST path names, as `kubectl auth can-i` spells it:
+    "pods/binding", "leases.coordination.k8s.io", "podgroups.scheduling.x-k8s.io/status"."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    if parts[:1] == ["api"]:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return path
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        rest = rest[2:]  # a namespaced resource (not the namespaces themselves)
+    if not rest:
+        return path
+    resource = rest[0] + (f".{group}" if group else "")
+    return f"{resource}/{rest[2]}" if len(rest) >= 3 else resource
+
+
+def rbac_verb(method: str, path: str, query: Mapping[str, Any] | None = None) -> str:
+    """The RBAC verb of a request: get/list/watch for reads, create/update/patch/delete."""
+    method = method.upper()
+    if method == "GET":
+        if str((query or {}).get("watch", "")).lower() in ("true", "1"):
+            return "watch"
+        parts = [p for p in path.split("?", 1)[0].split("/") if p]
+        rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+        if rest[:1] == ["namespaces"] and len(rest) >= 3:
+            rest = rest[2:]
+        return "list" if len(rest) == 1 else "get"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+        method, method.lower()
+    )
 
 
 def _error(status: int, raw: bytes) -> KubeError:

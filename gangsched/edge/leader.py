@@ -59,31 +59,55 @@ class LeaderElector:
     async def run(self) -> None:
         """Acquire, then renew until lost (raises LeadershipLost) or cancelled."""
         while not self.leading:
-            if await self._try_acquire_or_renew():
+            if await self._attempt(self.lease_seconds):
                 self._set_leading(True)
                 break
             await asyncio.sleep(self.retry_period)
         while True:
             await asyncio.sleep(self.retry_period)
-            if await self._try_acquire_or_renew():
+            # An attempt may not outlive the renew deadline: a hung API server must not keep
+            # a lost leader alive (its writes already stop at the deadline, see is_leader).
+            remaining = self.renew_deadline - (self.clock() - self._renewed_at)
+            if remaining > 0 and await self._attempt(remaining):
                 continue
             if self.clock() - self._renewed_at >= self.renew_deadline:
                 self._set_leading(False)
-                raise LeadershipLost(f"{self.identity} failed to renew lease {self.name}")
+                raise LeadershipLost(
+                    f"{self.identity} failed to renew lease {self.namespace}/{self.name} "
+                    f"within {self.renew_deadline:g}s"
+                )
 
-    async def release(self) -> None:
+    async def _attempt(self, timeout: float) -> bool:
+        """One acquire/renew round trip, bounded in time; any failure is a failed attempt
+        (connection refused while the API server restarts, timeouts, HTTP errors)."""
+        try:
+            return await asyncio.wait_for(self._try_acquire_or_renew(), timeout)
+        except LeadershipLost:
+            self._set_leading(False)
+            raise
+        except TimeoutError:
+            log.warning("lease request timed out", lease=self.name, seconds=round(timeout, 1))
+        except Exception as exc:
+            log.warning("lease request failed", lease=self.name, error=repr(exc))
+        return False
+
+    async def release(self, timeout: float = 5.0) -> None:
         """Give the lease up on a clean shutdown so a follower takes over at once."""
         if not self.leading:
             return
         self._set_leading(False)
         try:
-            lease = await self.kube.get(self.path)
-            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
-                lease["spec"]["holderIdentity"] = ""
-                lease["spec"]["leaseDurationSeconds"] = 1
-                await self.kube.request("PUT", self.path, body=lease)
-        except KubeError as exc:
-            log.warning("lease not released", error=str(exc))
+            await asyncio.wait_for(self._release(), timeout)
+        except Exception as exc:  # API server unreachable: the lease simply expires
+            log.warning("lease not released", lease=self.name, error=str(exc) or repr(exc))
+
+    async def _release(self) -> None:
+        lease = await self.kube.get(self.path)
+        if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+            lease["spec"]["holderIdentity"] = ""
+            lease["spec"]["leaseDurationSeconds"] = 1
+            await self.kube.request("PUT", self.path, body=lease)
+            log.info("lease released", lease=self.name, identity=self.identity)
 
     def _set_leading(self, leading: bool) -> None:
         if leading != self.leading:
@@ -112,6 +136,9 @@ class LeaderElector:
             self._observed, self._observed_at = record, now
         duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
         held_by_other = holder and holder != self.identity
+        if held_by_other and self.leading:
+            # Someone else holds it: stop writing now rather than at the renew deadline.
+            raise LeadershipLost(f"lease {self.namespace}/{self.name} is now held by {holder}")
         if held_by_other and now - self._observed_at < duration:
             return False
         stamp = _micro_time()
@@ -120,7 +147,7 @@ class LeaderElector:
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         spec.update(
             holderIdentity=self.identity,
-            leaseDurationSeconds=int(self.lease_seconds),
+            leaseDurationSeconds=max(1, round(self.lease_seconds)),
             renewTime=stamp,
         )
         try:
@@ -136,6 +163,7 @@ class LeaderElector:
         return True
 
     async def _create(self) -> bool:
+        now = self.clock()
         stamp = _micro_time()
         body: JSON = {
             "apiVersion": "coordination.k8s.io/v1",
@@ -143,7 +171,7 @@ class LeaderElector:
             "metadata": {"name": self.name, "namespace": self.namespace},
             "spec": {
                 "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self.lease_seconds),
+                "leaseDurationSeconds": max(1, round(self.lease_seconds)),
                 "acquireTime": stamp,
                 "renewTime": stamp,
                 "leaseTransitions": 0,
@@ -157,5 +185,6 @@ class LeaderElector:
             if not exc.conflict:
                 log.warning("lease create failed", error=str(exc))
             return False
-        self._renewed_at = self.clock()
+        self._renewed_at = now
+        self._observed, self._observed_at = (self.identity, stamp), now
         return True

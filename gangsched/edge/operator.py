@@ -22,6 +22,7 @@ import structlog
 from gangsched.config import Config
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleResult, Gang
+from gangsched.core.decisions import Event
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import (
@@ -34,9 +35,9 @@ from gangsched.core.scheduler import (
 )
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
-from gangsched.edge.events import EventRecorder
+from gangsched.edge.events import EventRecorder, ObjectRef
 from gangsched.edge.informer import Informer
-from gangsched.edge.kube import Kube, KubeError
+from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
 
@@ -76,6 +77,8 @@ class Operator:
     may_write: Callable[[], bool] = lambda: True
     preemptor: Preemptor | None = None
     discovery_seconds: float = 30.0
+    #: Called when the scheduling loop cannot go on (a bug): the process exits 1.
+    on_fatal: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         self.kube.on_request = lambda verb: self.metrics.api_requests.labels(verb).inc()
@@ -103,6 +106,7 @@ class Operator:
             may_write=self._may_write,
         )
         self.cache.on_group_status = self.status.observed
+        self.cache.on_problem = self._report_problem
         self.informers: dict[str, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
@@ -118,6 +122,29 @@ class Operator:
             self.scheduler.enqueue_pending(time.monotonic())
             self.scheduler.queue.cluster_changed(time.monotonic())
             self.wake.set()
+            # Problems seen while following were not reported (followers do not write).
+            for where, message in list(self.cache.problems.items()):
+                kind, _, key = where.partition("/")
+                self._report_problem(kind, key, message)
+
+    def _report_problem(self, kind: str, key: str, message: str) -> None:
+        """An object we cannot read gets a Warning event saying why (a pod of ours: the
+        FailedScheduling that `kubectl describe` shows; anything else: InvalidObject)."""
+        ref = self.cache.problem_refs.get(f"{kind}/{key}", {})
+        ours = kind == "Pod" and ref.get("schedulerName") == self.config.schedulerName
+        namespace, _, name = key.rpartition("/")
+        api_version = ref.get("apiVersion") or ("v1" if kind in ("Pod", "Node") else "")
+        self.actuator.apply_event(
+            Event(
+                kind,
+                key,
+                "Warning",
+                "FailedScheduling" if ours else "InvalidObject",
+                "Scheduling" if ours else "Reading",
+                f"gangsched cannot use this object: {message}",
+            ),
+            ObjectRef(kind, namespace, name, api_version, ref.get("uid", "")),
+        )
 
     def _may_write(self) -> bool:
         # Indirect on purpose: leader election replaces `may_write` after construction.
@@ -163,6 +190,9 @@ class Operator:
             api_version=api_version,
             kind=kind,
             on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
+            on_error=lambda resource, code: self.metrics.api_errors.labels(
+                f"list/watch {resource}", code
+            ).inc(),
         )
         self.informers[name] = informer
         self.metrics.informer_relists.labels(name)  # the series exists (0) before any relist
@@ -173,8 +203,8 @@ class Operator:
         installed after we start; `_rediscover` picks them up)."""
         try:
             groups = await self.kube.get("/apis")
-        except KubeError as exc:
-            log.warning("API discovery failed", error=str(exc))
+        except Exception as exc:  # HTTP error or API server unreachable: retried later
+            log.warning("API discovery failed", error=str(exc) or repr(exc))
             return
         for entry in groups.get("groups", []):
             name = entry.get("name")
@@ -195,7 +225,7 @@ class Operator:
             self._add_informer(
                 f"podgroups.{name}",
                 f"/apis/{version}/podgroups",
-                self.cache.pod_groups(),
+                self.cache.pod_groups(POD_GROUP_GROUPS[name]),
                 api_version=version,
                 kind="PodGroup",
             )
@@ -204,7 +234,7 @@ class Operator:
     async def _serves_pod_groups(self, group_version: str) -> bool:
         try:
             resources = await self.kube.get(f"/apis/{group_version}")
-        except KubeError:
+        except Exception:
             return False
         return any(r.get("name") == "podgroups" for r in resources.get("resources", []))
 
@@ -212,6 +242,17 @@ class Operator:
         while True:
             await asyncio.sleep(self.discovery_seconds)
             await self._discover_pod_groups()
+
+    def not_ready(self) -> str:
+        """Why /readyz fails: "" once every informer has synced, else what is missing."""
+        if self.synced.is_set():
+            return ""
+        waiting = [
+            f"{name}: {informer.last_error or 'listing'}"
+            for name, informer in self.informers.items()
+            if not informer.synced.is_set()
+        ]
+        return "caches syncing: " + ("; ".join(waiting) or "starting")
 
     async def wait_synced(self) -> None:
         await asyncio.gather(*(i.synced.wait() for i in list(self.informers.values())))
@@ -226,6 +267,16 @@ class Operator:
             pods=len(self.scheduler.cluster.pods),
         )
         self.scheduler.enqueue_pending(time.monotonic())
+        try:
+            await self._schedule_loop()
+        except Exception:
+            # A bug, not a condition to live with: the gang in flight would stay stuck.
+            log.exception("scheduling loop failed; exiting to restart clean")
+            if self.on_fatal is not None:
+                self.on_fatal()
+            raise
+
+    async def _schedule_loop(self) -> None:
         while not self.stopping.is_set():
             if not self.may_write():
                 self.wake.clear()  # followers keep caches warm but do not schedule

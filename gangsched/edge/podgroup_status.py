@@ -179,7 +179,12 @@ class PodGroupStatusWriter:
             await self.kube.patch(path, {"status": status})
         except KubeError as exc:
             if not exc.not_found:
+                self.actuator.metrics.api_errors.labels("podgroup_status", str(exc.status)).inc()
                 log.warning("PodGroup status not written", group=ref.key, error=str(exc))
+            return
+        except Exception as exc:  # API server unreachable: the next sweep retries
+            self.actuator.metrics.api_errors.labels("podgroup_status", "connection").inc()
+            log.warning("PodGroup status not written", group=ref.key, error=repr(exc))
             return
         self.current[ref] = status
 

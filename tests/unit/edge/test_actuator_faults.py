@@ -1,0 +1,163 @@
+"""The actuator between decision and bind: a pod, PodGroup or node that changed in between is
+not bound (and the gang is retried, with an event saying why); a bind whose outcome is
+unknown keeps its capacity until the pod is read back."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.edge.actuator import Actuator
+from gangsched.edge.cache import ClusterCache
+from gangsched.edge.events import EventRecorder
+from gangsched.edge.kube import KubeError
+from gangsched.edge.metrics import Metrics
+
+from .test_cache import raw_group, raw_node, raw_pod
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+
+class FakeKube:
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, dict[str, Any]]] = []
+        self.bind_error: Exception | None = None
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.get_error: Exception | None = None
+
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("/binding") and self.bind_error is not None:
+            raise self.bind_error
+        self.posts.append((path, body))
+        return {}
+
+    async def get(self, path: str, **_: Any) -> dict[str, Any]:
+        if self.get_error is not None:
+            error, self.get_error = self.get_error, None
+            raise error
+        name = path.rsplit("/", 1)[-1]
+        if name not in self.pods:
+            raise KubeError(404, "NotFound", "gone")
+        return self.pods[name]
+
+    async def patch(self, *_: Any, **__: Any) -> dict[str, Any]:
+        return {}
+
+    @property
+    def binds(self) -> list[str]:
+        return [p for p, _ in self.posts if p.endswith("/binding")]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [b for p, b in self.posts if "/events" in p]
+
+
+def setup(min_member: int = 3, size: int = 3) -> tuple[FakeKube, ClusterCache, Actuator]:
+    kube = FakeKube()
+    scheduler = Scheduler(ClusterState(scheduler_name="gangsched"))
+    cache = ClusterCache(scheduler, clock=lambda: 0.0)
+    cache.nodes().replace([raw_node("n1", cpu="8")])
+    cache.pod_groups().replace([raw_group("g", min_member)])
+    cache.pods().replace([raw_pod(f"g-{i}", group="g") for i in range(size)])
+    actuator = Actuator(
+        kube=kube,  # type: ignore[arg-type]
+        scheduler=scheduler,
+        cache=cache,
+        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
+        metrics=Metrics(),
+    )
+    return kube, cache, actuator
+
+
+def decide(cache: ClusterCache, actuator: Actuator) -> None:
+    report = cache.scheduler.step(0.0)
+    assert report is not None and report.result == SCHEDULED
+    actuator.apply(report)  # tasks start only when the test yields
+
+
+def pending(cache: ClusterCache) -> list[str]:
+    cluster = cache.scheduler.cluster
+    return sorted(p.name for p in cluster.pods.values() if cluster.is_pending(p))
+
+
+async def test_all_members_bound_when_nothing_changed() -> None:
+    kube, cache, actuator = setup()
+    decide(cache, actuator)
+    await actuator.drain()
+    assert len(kube.binds) == 3 and pending(cache) == []
+
+
+async def test_member_deleted_between_decision_and_bind_binds_none_of_a_full_gang() -> None:
+    kube, cache, actuator = setup()
+    decide(cache, actuator)
+    cache.pods().delete(raw_pod("g-1", group="g"))
+    await actuator.drain()
+    assert kube.binds == []  # 2 < minMember 3: binding the others would leave it short
+    assert pending(cache) == ["g-0", "g-2"]
+    notes = [e["note"] for e in kube.events if e["reason"] == "FailedScheduling"]
+    assert any("g-1 was deleted" in note for note in notes)
+
+
+async def test_extra_member_deleted_does_not_stop_a_gang_above_min_member() -> None:
+    kube, cache, actuator = setup(min_member=2, size=3)
+    decide(cache, actuator)
+    cache.pods().delete(raw_pod("g-2", group="g"))
+    await actuator.drain()
+    assert sorted(b.split("/")[-2] for b in kube.binds) == ["g-0", "g-1"]
+
+
+async def test_podgroup_deleted_between_decision_and_bind_binds_nothing() -> None:
+    kube, cache, actuator = setup()
+    decide(cache, actuator)
+    cache.pod_groups().delete(raw_group("g", 3))
+    await actuator.drain()
+    assert kube.binds == []
+    # Retried after its backoff (the actuator's clock is monotonic): members wait for it.
+    report = cache.scheduler.step(time.monotonic() + 100)
+    assert report is not None and "not found" in report.message
+
+
+async def test_node_deleted_between_decision_and_bind_binds_nothing_there() -> None:
+    kube, cache, actuator = setup()
+    decide(cache, actuator)
+    cache.nodes().delete(raw_node("n1"))
+    await actuator.drain()
+    assert kube.binds == []
+    assert pending(cache) == ["g-0", "g-1", "g-2"]
+
+
+async def test_invalid_podgroup_update_drops_the_old_spec() -> None:
+    _, cache, _ = setup()
+    bad = raw_group("g", 3)
+    bad["spec"]["minMember"] = "three"
+    cache.pod_groups().upsert(bad)
+    assert "PodGroup/default/g" in cache.problems
+    report = cache.scheduler.step(0.0)
+    assert report is not None and report.result != SCHEDULED
+    assert not report.bound
+
+
+@pytest.mark.parametrize("bound_on_server", [True, False])
+async def test_unknown_bind_outcome_is_read_back(bound_on_server: bool) -> None:
+    kube, cache, actuator = setup(min_member=1, size=1)
+    kube.bind_error = ConnectionResetError("apiserver went away")
+    kube.get_error = ConnectionRefusedError("still down")  # first read back fails too
+    pod = raw_pod("g-0", group="g")
+    if bound_on_server:
+        pod["spec"]["nodeName"] = "n1"
+    kube.pods["g-0"] = pod
+    decide(cache, actuator)
+    # While unknown, the placement stays assumed: its capacity is not offered to others.
+    await asyncio.sleep(0.1)
+    assert cache.assumed == {"default/g-0": "n1"}
+    await asyncio.wait_for(actuator.drain(), 10)
+    if bound_on_server:
+        assert cache.scheduler.cluster.pods["default/g-0"].node_name == "n1"
+        assert pending(cache) == []
+    else:
+        assert cache.assumed == {} and pending(cache) == ["g-0"]

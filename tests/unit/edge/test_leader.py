@@ -1,0 +1,182 @@
+"""Leader election against an in-memory Lease store: acquisition, takeover after expiry by
+the follower's own clock, renew deadline, hung or unreachable API server, release."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+
+from gangsched.edge.kube import KubeError
+from gangsched.edge.leader import LeaderElector, LeadershipLost
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class LeaseServer:
+    """Just enough of the API server for one Lease: GET, POST, PUT with resourceVersion."""
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.version = 0
+        self.fail: Exception | None = None
+        self.hang = False
+        self.puts = 0
+
+    async def _check(self) -> None:
+        if self.hang:
+            await asyncio.sleep(3600)
+        if self.fail is not None:
+            raise self.fail
+
+    async def get(self, path: str, **_: Any) -> dict[str, Any]:
+        await self._check()
+        if self.lease is None:
+            raise KubeError(404, "NotFound", "leases not found")
+        return copy.deepcopy(self.lease)
+
+    async def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        await self._check()
+        if self.lease is not None:
+            raise KubeError(409, "AlreadyExists", "exists")
+        self.version += 1
+        self.lease = copy.deepcopy(body)
+        self.lease["metadata"]["resourceVersion"] = str(self.version)
+        return copy.deepcopy(self.lease)
+
+    async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
+        assert method == "PUT"
+        await self._check()
+        assert self.lease is not None
+        if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
+            raise KubeError(409, "Conflict", "the object has been modified")
+        self.version += 1
+        self.puts += 1
+        self.lease = copy.deepcopy(body)
+        self.lease["metadata"]["resourceVersion"] = str(self.version)
+        return copy.deepcopy(self.lease)
+
+    @property
+    def holder(self) -> str:
+        return str(((self.lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+def elector(server: LeaseServer, identity: str, clock: Clock, **kw: Any) -> LeaderElector:
+    return LeaderElector(
+        kube=server,  # type: ignore[arg-type]
+        identity=identity,
+        clock=clock,
+        retry_period=0.01,
+        **kw,
+    )
+
+
+async def test_first_replica_acquires_and_second_waits_for_expiry_by_its_own_clock() -> None:
+    server, clock = LeaseServer(), Clock()
+    a, b = elector(server, "a", clock), elector(server, "b", clock)
+    assert await a._try_acquire_or_renew()
+    a._set_leading(True)
+    assert server.holder == "a" and a.is_leader()
+    # b sees a's lease: not expired by b's clock until 15 s after b first saw it unchanged.
+    assert not await b._try_acquire_or_renew()
+    clock.now += 14.9
+    assert not await b._try_acquire_or_renew()
+    assert not a.is_leader()  # a has not renewed for 14.9 s > renew deadline: no writes
+    clock.now += 0.2
+    assert await b._try_acquire_or_renew()
+    assert server.holder == "b"
+    assert server.lease is not None and server.lease["spec"]["leaseTransitions"] == 1
+
+
+async def test_renewals_restart_the_followers_expiry() -> None:
+    server, clock = LeaseServer(), Clock()
+    a, b = elector(server, "a", clock), elector(server, "b", clock)
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    for _ in range(20):
+        clock.now += 2
+        assert await a._try_acquire_or_renew()
+        assert not await b._try_acquire_or_renew()
+    assert server.holder == "a"
+
+
+async def test_leader_that_sees_another_holder_stops_at_once() -> None:
+    server, clock = LeaseServer(), Clock()
+    a = elector(server, "a", clock)
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    assert server.lease is not None
+    server.lease["spec"]["holderIdentity"] = "b"
+    with pytest.raises(LeadershipLost):
+        await a._attempt(1.0)
+    assert not a.leading and not a.is_leader()
+
+
+async def test_unreachable_api_server_loses_leadership_at_the_renew_deadline() -> None:
+    server = LeaseServer()
+    changes: list[bool] = []
+    a = LeaderElector(
+        kube=server,  # type: ignore[arg-type]
+        identity="a",
+        lease_seconds=0.6,
+        renew_deadline=0.4,
+        retry_period=0.05,
+        on_change=changes.append,
+    )
+    task = asyncio.create_task(a.run())
+    await asyncio.wait_for(a.became_leader.wait(), 5)
+    server.fail = ConnectionRefusedError("apiserver restarting")  # not a KubeError
+    with pytest.raises(LeadershipLost):
+        await asyncio.wait_for(task, 5)
+    assert changes == [True, False]
+    assert not a.is_leader()
+
+
+async def test_hung_api_server_cannot_stretch_the_renew_deadline() -> None:
+    server = LeaseServer()
+    loop = asyncio.get_running_loop()
+    a = LeaderElector(
+        kube=server,  # type: ignore[arg-type]
+        identity="a",
+        lease_seconds=0.6,
+        renew_deadline=0.4,
+        retry_period=0.05,
+    )
+    task = asyncio.create_task(a.run())
+    await asyncio.wait_for(a.became_leader.wait(), 5)
+    server.hang = True
+    hung_at = loop.time()
+    with pytest.raises(LeadershipLost):
+        await asyncio.wait_for(task, 5)
+    assert loop.time() - hung_at < 1.0  # the deadline (0.4 s), not the request timeout
+
+
+async def test_release_hands_over_at_once_and_is_bounded() -> None:
+    server, clock = LeaseServer(), Clock()
+    a, b = elector(server, "a", clock), elector(server, "b", clock)
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    await a.release()
+    assert server.holder == "" and not a.leading
+    assert await b._try_acquire_or_renew()  # no waiting for the 15 s
+    b._set_leading(True)
+    server.hang = True
+    await asyncio.wait_for(b.release(timeout=0.1), 2)  # gives up, the lease just expires
+
+
+async def test_same_identity_after_a_restart_takes_its_lease_back_at_once() -> None:
+    server, clock = LeaseServer(), Clock()
+    first = elector(server, "pod-0", clock)
+    await first._try_acquire_or_renew()
+    restarted = elector(server, "pod-0", clock)
+    assert await restarted._try_acquire_or_renew()
