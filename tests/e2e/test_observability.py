@@ -1,0 +1,323 @@
+"""The dashboard and the alert rules, proven on a real Prometheus scraping `gangsched run`.
+
+One workload runs for the whole module on its own kwok nodes: a gang that fits, a gang that
+waits for members, a gang that needs preemption (two low-priority victims) and a gang that can
+never fit (its scheduleTimeoutSeconds is 5). A Prometheus server (tests/e2e/prometheus_fixture)
+scrapes gangsched every second and evaluates deploy/monitoring/prometheus-rules.yaml with every
+`for:` cut to 1s. Then: promtool accepts the rules, every target of every dashboard panel
+returns data, the pending-too-long alert fires for the gang that cannot fit (and only for it),
+and the scheduler-health alerts stay quiet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import REPO_ROOT, Cluster
+from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
+from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
+from .prometheus_fixture import Prometheus, promtool_check_rules
+from .prometheus_fixture import start as start_prometheus
+from .prometheus_fixture import stop as stop_prometheus
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
+
+MONITORING = REPO_ROOT / "deploy" / "monitoring"
+RULES = MONITORING / "prometheus-rules.yaml"
+DASHBOARD = MONITORING / "grafana-dashboard.json"
+SIGS = "scheduling.sigs.k8s.io/v1alpha1"
+HIGH, LOW = "obs-high", "obs-low"
+PENDING_ALERT = "GangschedPodGroupPendingTooLong"
+
+#: Grafana's variables, as an "All" selection and a 1-minute rate window would expand them.
+GRAFANA_VARIABLES = {
+    "$__rate_interval": "1m",
+    "$__interval": "15s",
+    "$__range": "5m",
+    "$job": ".*",
+    "$instance": ".*",
+    "$namespace": ".*",
+}
+
+
+def rules_for_test(workdir: Path) -> Path:
+    """The shipped rules with every `for:` cut to 1s (thresholds stay as shipped: the gang
+    that cannot fit sets its own scheduleTimeoutSeconds)."""
+    data = yaml.safe_load(RULES.read_text())
+    for group in data["groups"]:
+        for rule in group["rules"]:
+            if "for" in rule:
+                rule["for"] = "1s"
+    path = workdir / "rules-for-test.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def expand(expr: str) -> str:
+    for name in sorted(GRAFANA_VARIABLES, key=len, reverse=True):
+        expr = expr.replace(name, GRAFANA_VARIABLES[name])
+    assert "$" not in expr, f"unexpanded Grafana variable in {expr}"
+    return expr
+
+
+def dashboard_targets() -> list[tuple[str, str]]:
+    """(panel title / refId, expanded expr) for every target of every panel."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    out = []
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            out.append((f"{panel['title']} / {target['refId']}", expand(target["expr"])))
+    return out
+
+
+# ------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("observability")
+
+
+@pytest.fixture(scope="module")
+def prometheus(gangsched: Gangsched, workdir: Path) -> Iterator[Prometheus]:  # noqa: F811
+    target = gangsched.metrics_url.removeprefix("http://")
+    running = start_prometheus(
+        workdir / "prometheus", targets=[target], rule_files=[rules_for_test(workdir)]
+    )
+    try:
+        yield running
+    finally:
+        code = stop_prometheus(running)
+        assert code == 0, f"prometheus exited {code}:\n{running.log_tail()}"
+
+
+class Workload:
+    """Gangs that fit, wait, preempt and cannot fit, in their own namespace and nodes."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.id = unique_name("obs")
+        self.ns = self.id
+        self.nodes = [f"{self.id}-n0", f"{self.id}-n1"]
+
+    def pod(self, name: str, cpu: str, group: str | None = None, **kwargs: Any) -> JSON:
+        labels = {"pod-group.scheduling.sigs.k8s.io": group} if group else {}
+        extra = {"nodeSelector": {"e2e-test": self.id}, "terminationGracePeriodSeconds": 1}
+        return pod_manifest(
+            name, namespace=self.ns, cpu=cpu, labels=labels, extra_spec=extra, **kwargs
+        )
+
+    async def group(self, name: str, min_member: int, **spec: Any) -> None:
+        await self.kube.create(
+            f"/apis/{SIGS}/namespaces/{self.ns}/podgroups",
+            {
+                "apiVersion": SIGS,
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {"minMember": min_member, **spec},
+            },
+        )
+
+    async def create_pod(self, body: JSON) -> None:
+        await self.kube.create(f"/api/v1/namespaces/{self.ns}/pods", body)
+
+    async def pods(self) -> dict[str, JSON]:
+        items = (await self.kube.get(f"/api/v1/namespaces/{self.ns}/pods"))["items"]
+        return {p["metadata"]["name"]: p for p in items}
+
+    async def wait_bound(self, names: list[str], timeout: float) -> None:
+        async def check() -> bool:
+            pods = await self.pods()
+            return all((pods.get(n) or {}).get("spec", {}).get("nodeName") for n in names)
+
+        await wait_for(check, timeout=timeout, interval=0.5, what=f"{names} bound")
+
+    async def start(self, sched: Gangsched) -> None:
+        await self.kube.create("/api/v1/namespaces", {"metadata": {"name": self.ns}})
+        for name, value in ((HIGH, 1_000_000), (LOW, 1_000)):
+            await self.kube.apply(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                }
+            )
+        for name in self.nodes:
+            await self.kube.create(
+                "/api/v1/nodes", fake_node(name, cpu="4", labels={"e2e-test": self.id})
+            )
+        for name in self.nodes:
+            await self.kube.wait_for_object(
+                f"/api/v1/nodes/{name}",
+                lambda n: (condition(n, "Ready") or {}).get("status") == "True",
+                what=f"node {name} Ready",
+            )
+        # Victims: 3 of 4 CPUs on each node, placed by "another scheduler".
+        for i, node in enumerate(self.nodes):
+            await self.create_pod(
+                self.pod(
+                    f"victim-{i}",
+                    "3",
+                    scheduler_name="other",
+                    node_name=node,
+                    priority_class_name=LOW,
+                )
+            )
+        # Fits whole in what is left (0.5 CPU per node); low priority, so it is no victim
+        # candidate cheaper than the victims themselves.
+        await self.group("fits", 2)
+        for i in range(2):
+            await self.create_pod(self.pod(f"fits-{i}", "500m", "fits", priority_class_name=LOW))
+        await self.wait_bound(["fits-0", "fits-1"], timeout=90)
+        # Waits for members: 1 of minMember 3.
+        await self.group("short", 3)
+        await self.create_pod(self.pod("short-0", "100m", "short", priority_class_name=LOW))
+        # Can never fit (8 CPUs per pod on 4-CPU nodes): unschedulable, preemption cannot help.
+        await self.group("stuck", 2, scheduleTimeoutSeconds=5)
+        for i in range(2):
+            await self.create_pod(self.pod(f"stuck-{i}", "8", "stuck", priority_class_name=HIGH))
+        # Needs both victims gone: preemption evicts them and the gang binds.
+        await self.group("hp", 2)
+        for i in range(2):
+            await self.create_pod(self.pod(f"hp-{i}", "3", "hp", priority_class_name=HIGH))
+        sched.assert_alive()
+        await self.wait_bound(["hp-0", "hp-1"], timeout=120)
+        pods = await self.pods()
+        assert "victim-0" not in pods or pods["victim-0"]["metadata"].get("deletionTimestamp")
+
+    async def stop(self) -> None:
+        await self.kube.delete(f"/api/v1/namespaces/{self.ns}")
+        for name in self.nodes:
+            await self.kube.delete(f"/api/v1/nodes/{name}")
+
+
+@pytest.fixture(scope="module")
+async def workload(
+    cluster: Cluster,
+    gangsched: Gangsched,  # noqa: F811
+    prometheus: Prometheus,
+) -> AsyncIterator[Workload]:
+    """Runs while Prometheus scrapes (it is started first)."""
+    kube = await Kube.from_kubeconfig(cluster.kubeconfig)
+    load = Workload(kube)
+    try:
+        await load.start(gangsched)
+        yield load
+    finally:
+        try:
+            await load.stop()
+        finally:
+            await kube.close()
+
+
+async def poll(check: Any, *, timeout: float, what: str, interval: float = 1.0) -> Any:
+    """Run the blocking `check` off the event loop until it returns something truthy."""
+    return await wait_for(
+        lambda: asyncio.to_thread(check), timeout=timeout, interval=interval, what=what
+    )
+
+
+# ---------------------------------------------------------------------------------- tests
+async def test_promtool_accepts_the_shipped_and_the_test_rules(workdir: Path) -> None:
+    for path in (RULES, rules_for_test(workdir)):
+        proc = await asyncio.to_thread(promtool_check_rules, path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert re.search(r"SUCCESS: \d+ rules found", proc.stdout), proc.stdout
+
+
+async def test_prometheus_scrapes_gangsched_and_loads_every_rule(
+    prometheus: Prometheus, workload: Workload
+) -> None:
+    def scraped() -> bool:
+        targets = prometheus.targets()
+        return bool(targets) and all(t["health"] == "up" for t in targets)
+
+    await poll(scraped, timeout=30, what="gangsched target up")
+    shipped = {
+        rule["alert"] for g in yaml.safe_load(RULES.read_text())["groups"] for rule in g["rules"]
+    }
+
+    def evaluated() -> list[dict[str, Any]] | None:
+        rules = prometheus.rules()
+        ok = {rule["name"] for rule in rules if rule.get("health") == "ok"}
+        return rules if ok >= shipped else None
+
+    rules = await poll(evaluated, timeout=30, what="every rule evaluated without error")
+    assert {rule["name"] for rule in rules} == shipped
+
+
+async def test_every_dashboard_query_returns_data(
+    prometheus: Prometheus, workload: Workload
+) -> None:
+    targets = dashboard_targets()
+    assert len(targets) >= 30
+    empty: list[str] = []
+
+    def all_answer() -> bool:
+        empty[:] = [f"{name}: {expr}" for name, expr in targets if not prometheus.query(expr)]
+        return not empty
+
+    try:
+        await poll(all_answer, timeout=120, interval=2.0, what="data for every panel")
+    except TimeoutError:
+        pytest.fail("dashboard targets without data:\n" + "\n".join(empty), pytrace=False)
+    # The data is the workload's: its gangs were bound, its preemption counted.
+    bound = prometheus.query("sum(gangsched_pods_bound_total)")
+    assert float(bound[0]["value"][1]) >= 4
+    started = prometheus.query(
+        'sum(scheduler_workload_preemption_attempts_total{result="started"})'
+    )
+    assert float(started[0]["value"][1]) >= 1
+    victims = prometheus.query("sum(scheduler_workload_preemption_victims_sum)")
+    assert float(victims[0]["value"][1]) >= 2
+    evaluations = prometheus.query("sum(scheduler_preemption_evaluation_duration_seconds_count)")
+    assert float(evaluations[0]["value"][1]) >= 2  # "hp" (started) and "stuck" (cannot help)
+    pending = prometheus.query(f'gangsched_podgroup_pending_seconds{{namespace="{workload.ns}"}}')
+    assert {r["metric"]["podgroup"] for r in pending} >= {"stuck", "short"}
+    assert "fits" not in {r["metric"]["podgroup"] for r in pending}
+
+
+async def test_a_gang_pending_past_its_timeout_fires_the_alert(
+    prometheus: Prometheus, workload: Workload
+) -> None:
+    def firing() -> list[dict[str, Any]]:
+        return [
+            alert
+            for alert in prometheus.alerts()
+            if alert["labels"].get("alertname") == PENDING_ALERT
+            and alert["labels"].get("namespace") == workload.ns
+            and alert["state"] == "firing"
+        ]
+
+    alerts = await poll(firing, timeout=90, what=f"{PENDING_ALERT} firing")
+    assert {a["labels"]["podgroup"] for a in alerts} == {"stuck"}, alerts
+    [alert] = alerts
+    assert alert["labels"]["severity"] == "warning"
+    assert f"gangsched explain {workload.ns}/stuck" in alert["annotations"]["description"]
+    assert float(alert["value"]) > 5  # pending seconds, past scheduleTimeoutSeconds
+    # "short" waits for members but is far from the 15-minute default: not firing.
+
+
+async def test_scheduler_health_alerts_stay_quiet(
+    prometheus: Prometheus, workload: Workload
+) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # a few evaluations with the workload in place
+        await asyncio.sleep(1)
+    quiet = {"GangschedDown", "GangschedNoLeader", "GangschedSchedulingStalled"}
+    firing = [
+        a["labels"]["alertname"]
+        for a in await asyncio.to_thread(prometheus.alerts)
+        if a["labels"]["alertname"] in quiet and a["state"] == "firing"
+    ]
+    assert not firing, firing
+    leader = await asyncio.to_thread(prometheus.query, "max(gangsched_leader)")
+    assert float(leader[0]["value"][1]) == 1
