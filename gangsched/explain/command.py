@@ -13,7 +13,6 @@ from typing import Any
 
 from gangsched.config import Config, ConfigError, load_config
 from gangsched.core.cluster import ClusterState
-from gangsched.core.scheduler import Preemptor
 from gangsched.explain.analysis import Explanation, NotFound, explain
 from gangsched.explain.render import render
 
@@ -83,15 +82,8 @@ def _target(args: argparse.Namespace) -> tuple[str, str] | None:
     return namespace, name
 
 
-def _preemptor(
-    config: Config, choice: str | None, scheduler_name: str
-) -> tuple[Preemptor | None, str]:
-    strategy = choice or (config.preemption.strategy if config.preemption.enabled else "off")
-    if strategy == "off":
-        return None, ""
-    from gangsched.core.preemption import build_preemptor
-
-    return build_preemptor(strategy=strategy, scheduler_name=scheduler_name), strategy
+def _strategy(config: Config, choice: str | None) -> str:
+    return choice or (config.preemption.strategy if config.preemption.enabled else "off")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{PROG}: {line}", file=sys.stderr)
         return EXIT_USAGE
     scheduler_name = args.scheduler_name or config.schedulerName
-    preemptor, strategy = _preemptor(config, args.preemption, scheduler_name)
+    strategy = _strategy(config, args.preemption)
+    preemptor = config.preemptor(strategy=strategy, scheduler_name=scheduler_name)
+    if preemptor is None:
+        strategy = ""
     scheduler_config = config.scheduler_config()
     scheduler_config.scheduler_name = scheduler_name
 
