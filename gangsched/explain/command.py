@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from typing import Any
 
@@ -151,6 +152,7 @@ class _Failed(Exception):
 
 
 async def _from_cluster(args: argparse.Namespace, dry_run: Any, scheduler_name: str) -> Explanation:
+    from gangsched.edge import logs
     from gangsched.explain.sources import (
         SourceError,
         connect,
@@ -159,6 +161,9 @@ async def _from_cluster(args: argparse.Namespace, dry_run: Any, scheduler_name: 
         status_of,
     )
 
+    # The operator's modules log what a long-running scheduler should (e.g. a missing RBAC
+    # permission); this command reports its one error itself, so they stay quiet.
+    logs.configure("console", level=logging.CRITICAL)
     try:
         kube = await connect(args.kubeconfig)
     except SourceError as exc:

@@ -79,7 +79,7 @@ def _preemption_lines(view: PreemptionView) -> list[str]:
         return out
     if view.would_help:
         return [f"{title}: already under way -- {view.message}"]
-    return [f"{title}: cannot help -- {view.message}"]
+    return [f"{title}: cannot help -- {view.message.removeprefix('preemption cannot help: ')}"]
 
 
 def render_table(e: Explanation) -> str:
