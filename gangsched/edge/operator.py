@@ -110,6 +110,8 @@ class Operator:
         self.informers: dict[str, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
+        #: Set once API discovery has answered (PodGroup informers started for what exists).
+        self.discovered = asyncio.Event()
         self._published = 0.0
         #: Gangs whose last cycle found fewer members than minMember.
         self._waiting: set[GroupRef] = set()
@@ -165,7 +167,8 @@ class Operator:
             "/apis/policy/v1/poddisruptionbudgets",
             self.cache.budgets(),
         )
-        await self._discover_pod_groups()
+        if await self._discover_pod_groups():
+            self.discovered.set()
         self._tasks.append(asyncio.create_task(self._rediscover(), name="discovery"))
         self._tasks.append(asyncio.create_task(self._schedule_forever(), name="scheduling"))
         self._tasks.append(asyncio.create_task(self.status.run(), name="podgroup-status"))
@@ -198,14 +201,14 @@ class Operator:
         self.metrics.informer_relists.labels(name)  # the series exists (0) before any relist
         self._tasks.append(asyncio.create_task(informer.run(), name=f"informer-{name}"))
 
-    async def _discover_pod_groups(self) -> None:
+    async def _discover_pod_groups(self) -> bool:
         """Start a PodGroup informer for every dialect the API server serves (CRDs may be
-        installed after we start; `_rediscover` picks them up)."""
+        installed after we start; `_rediscover` picks them up). False if discovery failed."""
         try:
             groups = await self.kube.get("/apis")
         except Exception as exc:  # HTTP error or API server unreachable: retried later
             log.warning("API discovery failed", error=str(exc) or repr(exc))
-            return
+            return False
         for entry in groups.get("groups", []):
             name = entry.get("name")
             if name not in POD_GROUP_GROUPS or f"podgroups.{name}" in self.informers:
@@ -230,6 +233,7 @@ class Operator:
                 kind="PodGroup",
             )
             self.status.watch(POD_GROUP_GROUPS[name], version)
+        return True
 
     async def _serves_pod_groups(self, group_version: str) -> bool:
         try:
@@ -239,6 +243,14 @@ class Operator:
         return any(r.get("name") == "podgroups" for r in resources.get("resources", []))
 
     async def _rediscover(self) -> None:
+        # Until discovery first succeeds (e.g. started while the API server restarts) retry
+        # soon: scheduling waits for it, or gangs would look like groups without PodGroups.
+        delay = 1.0
+        while not self.discovered.is_set():
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.discovery_seconds)
+            if await self._discover_pod_groups():
+                self.discovered.set()
         while True:
             await asyncio.sleep(self.discovery_seconds)
             await self._discover_pod_groups()
@@ -247,6 +259,8 @@ class Operator:
         """Why /readyz fails: "" once every informer has synced, else what is missing."""
         if self.synced.is_set():
             return ""
+        if not self.discovered.is_set():
+            return "API discovery (PodGroup dialects) has not succeeded yet"
         waiting = [
             f"{name}: {informer.last_error or 'listing'}"
             for name, informer in self.informers.items()
@@ -255,6 +269,7 @@ class Operator:
         return "caches syncing: " + ("; ".join(waiting) or "starting")
 
     async def wait_synced(self) -> None:
+        await self.discovered.wait()
         await asyncio.gather(*(i.synced.wait() for i in list(self.informers.values())))
         self.synced.set()
 
