@@ -189,10 +189,16 @@ class SchedulerProcess:
                 self.process.kill()
 
 
-def start_gangsched(cluster: Cluster, *, extra_config: str = "") -> SchedulerProcess:
+def install_gangsched(cluster: Cluster) -> None:
+    """CRDs and the namespace/ServiceAccount/RBAC, as a user installs them."""
     cluster.kubectl("apply", "-f", str(ROOT / "crds"))
     cluster.kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd", "--all")
-    cluster.kubectl("apply", "-f", str(ROOT / "manifests"))
+    for manifest in ("00-namespace.yaml", "10-rbac.yaml"):
+        cluster.kubectl("apply", "-f", str(ROOT / "manifests" / manifest))
+
+
+def start_gangsched(cluster: Cluster, *, extra_config: str = "") -> SchedulerProcess:
+    install_gangsched(cluster)
     sa = cluster.dir / "gangsched.kubeconfig"
     subprocess.run(
         [str(HACK / "sa-kubeconfig.sh"), str(cluster.kubeconfig), str(sa), "4h"],
