@@ -1,0 +1,70 @@
+"""The gang queue: order, backoff, unschedulable pool and wake-ups."""
+
+from __future__ import annotations
+
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.queue import SchedulingQueue, State
+
+
+def ref(name: str) -> GroupRef:
+    return GroupRef(Dialect.SIGS, "default", name)
+
+
+def test_priority_then_age_then_name() -> None:
+    q = SchedulingQueue()
+    q.add(ref("old-low"), priority=1, created=1.0)
+    q.add(ref("new-high"), priority=10, created=5.0)
+    q.add(ref("old-high"), priority=10, created=2.0)
+    q.add(ref("b-same"), priority=1, created=1.0)
+    order = [q.pop(0.0) for _ in range(4)]
+    assert order == [ref("old-high"), ref("new-high"), ref("b-same"), ref("old-low")]
+    assert q.pop(0.0) is None
+
+
+def test_unschedulable_gang_waits_for_a_change_then_respects_backoff() -> None:
+    q2 = SchedulingQueue(initial_backoff=1.0, max_backoff=10.0)
+    q2.add(ref("g"), priority=0, created=0.0)
+    q2.pop(0.0)
+    q2.unschedulable(ref("g"), now=0.0)
+    assert q2.pop(100.0) is None, "without a change an unschedulable gang stays put"
+    assert q2.state_of(ref("g")) is State.UNSCHEDULABLE
+    assert q2.pop(0.5) is None
+    assert q2.cluster_changed(0.5) == 1
+    assert q2.state_of(ref("g")) is State.BACKOFF  # backoff (1 s) not over yet
+    assert q2.pop(0.9) is None
+    assert q2.pop(1.0) == ref("g")
+
+
+def test_backoff_doubles_up_to_the_cap() -> None:
+    q = SchedulingQueue(initial_backoff=1.0, max_backoff=10.0)
+    assert [q.backoff_for(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+def test_a_failing_gang_never_blocks_the_others() -> None:
+    q = SchedulingQueue()
+    q.add(ref("stuck"), priority=100, created=0.0)
+    q.add(ref("other"), priority=1, created=1.0)
+    assert q.pop(0.0) == ref("stuck")
+    q.unschedulable(ref("stuck"), now=0.0)
+    assert q.pop(0.0) == ref("other")
+
+
+def test_unschedulable_gangs_are_flushed_periodically() -> None:
+    q = SchedulingQueue(unschedulable_flush=300.0)
+    q.add(ref("g"), priority=0, created=0.0)
+    q.pop(0.0)
+    q.unschedulable(ref("g"), now=0.0)
+    assert q.pop(299.0) is None
+    assert q.pop(300.0) == ref("g")
+
+
+def test_activate_and_done() -> None:
+    q = SchedulingQueue()
+    q.add(ref("g"), priority=0, created=0.0)
+    q.pop(0.0)
+    q.unschedulable(ref("g"), now=0.0)
+    q.activate(ref("g"))
+    assert q.pop(0.0) == ref("g")
+    q.done(ref("g"))
+    assert ref("g") not in q and len(q) == 0
+    assert q.counts() == {"active": 0, "backoff": 0, "unschedulable": 0}
