@@ -118,3 +118,51 @@ def test_service_monitor_selects_the_metrics_port() -> None:
     monitor = yaml.safe_load((MONITORING / "servicemonitor.yaml").read_text())
     assert monitor["kind"] == "ServiceMonitor"
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+
+
+def samples(metrics: Metrics, name: str) -> dict[tuple[str, ...], float]:
+    text = generate_latest(metrics.registry).decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith((name + "{", name + " ")):
+            labels = tuple(re.findall(r'="([^"]*)"', line.split("}")[0] if "{" in line else ""))
+            out[labels] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def test_pending_group_series_follow_the_pending_groups() -> None:
+    m = Metrics()
+    m.set_pending_groups({("a", "x"): (12.0, 5), ("a", "y"): (3.0, None)})
+    assert samples(m, "gangsched_podgroup_pending_seconds") == {("a", "x"): 12.0, ("a", "y"): 3.0}
+    assert samples(m, "gangsched_podgroup_schedule_timeout_seconds") == {("a", "x"): 5.0}
+    m.set_pending_groups({("a", "y"): (4.0, 30)})
+    assert samples(m, "gangsched_podgroup_pending_seconds") == {("a", "y"): 4.0}
+    assert samples(m, "gangsched_podgroup_schedule_timeout_seconds") == {("a", "y"): 30.0}
+    m.set_pending_groups({})
+    assert not samples(m, "gangsched_podgroup_pending_seconds")
+    assert not samples(m, "gangsched_podgroup_schedule_timeout_seconds")
+
+
+def test_known_label_values_exist_before_the_first_event() -> None:
+    m = Metrics()
+    assert set(samples(m, "gangsched_binding_errors_total")) == {
+        ("conflict",),
+        ("not_found",),
+        ("other",),
+    }
+    assert ("cannot_help",) in samples(m, "scheduler_workload_preemption_attempts_total")
+
+
+def test_every_preemption_evaluation_is_timed() -> None:
+    from gangsched.core.scheduler import PreemptionOutcome
+    from gangsched.edge.operator import TimedPreemptor
+
+    class Inner:
+        def preempt(self, *_: object) -> PreemptionOutcome:
+            return PreemptionOutcome(started=False, message="preemption cannot help: x")
+
+    m = Metrics()
+    timed = TimedPreemptor(Inner(), m)
+    timed.preempt(None, None, None, None)  # type: ignore[arg-type]
+    count = samples(m, "scheduler_preemption_evaluation_duration_seconds_count")
+    assert count == {(): 1.0}
