@@ -52,7 +52,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="explain offline on manifests (repeatable) instead of a cluster",
     )
     source.add_argument(
-        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)"
+        "--kubeconfig",
+        help="kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)",
     )
     parser.add_argument("--config", metavar="FILE", help="scheduler configuration (YAML)")
     parser.add_argument("--scheduler-name", help="schedulerName whose pods are gangsched's")
