@@ -122,7 +122,10 @@ class PodGroupStatusWriter:
             if ref.dialect is Dialect.UPSTREAM and ok:
                 conditions = _set_condition(conditions, UPSTREAM_CONDITION, True, reason, message)
             self._check_timeout(ref, group.schedule_timeout_seconds, ok, message)
-            if ref in self._timed_out:
+            had_timeout = any(
+                isinstance(c, dict) and c.get("type") == TIMEOUT_CONDITION for c in conditions
+            )
+            if ref in self._timed_out or (ok and had_timeout):
                 conditions = _set_condition(
                     conditions,
                     TIMEOUT_CONDITION,

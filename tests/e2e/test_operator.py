@@ -335,3 +335,36 @@ async def test_many_gangs_of_mixed_sizes_and_priorities_fit_whole_without_overco
     assert all(s > free for s in unplaced), "a gang that fits was left pending"
     high = [g for g in range(len(sizes)) if g % 3 == 0]
     assert all(per_group.get(f"g{g}", 0) == sizes[g] for g in high), "high gangs run whole"
+
+
+async def test_schedule_timeout_is_reported_and_the_gang_keeps_being_retried(env: Env) -> None:
+    await env.add_nodes(1, cpu="2")
+    await env.kube.create(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups",
+        env.pod_group("late", 2, scheduleTimeoutSeconds=2),
+    )
+    for i in range(2):
+        await env.create_pod(env.pod(f"late-{i}", cpu="2", group="late"))
+    group = await env.kube.wait_for_object(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/late",
+        lambda g: (condition(g, "PodGroupScheduleTimeout") or {}).get("status") == "True",
+        timeout=60,
+        what="PodGroupScheduleTimeout condition",
+    )
+    assert (
+        "scheduleTimeoutSeconds (2s)"
+        in (condition(group, "PodGroupScheduleTimeout") or {})["message"]
+    )
+    events = await env.kube.get(
+        f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events", fieldSelector="reason=ScheduleTimeout"
+    )
+    assert [e["type"] for e in events["items"]] == ["Warning"]
+    # Still retried: capacity appears, the gang binds and the timeout condition clears.
+    await env.add_nodes(1, cpu="2")
+    await env.wait_bound(["late-0", "late-1"], timeout=60)
+    await env.kube.wait_for_object(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/late",
+        lambda g: (condition(g, "PodGroupScheduleTimeout") or {}).get("status") == "False",
+        timeout=30,
+        what="timeout condition cleared",
+    )
