@@ -128,9 +128,16 @@ class Scene:
             )
 
     async def stop(self) -> None:
-        await self.kube.delete(f"/api/v1/namespaces/{self.ns}")
+        # No kube-controller-manager here: a namespace delete never finishes, so pods and
+        # PodGroups go explicitly (else their retries load the tests that follow).
+        for path in (
+            f"/api/v1/namespaces/{self.ns}/pods",
+            f"/apis/{SIGS}/namespaces/{self.ns}/podgroups",
+        ):
+            await self.kube.delete(path, grace_period_seconds=0)
         for name in self.nodes:
             await self.kube.delete(f"/api/v1/nodes/{name}")
+        await self.kube.delete(f"/api/v1/namespaces/{self.ns}")
 
     async def events(self, reason: str, kind: str, name: str) -> list[JSON]:
         items = (
