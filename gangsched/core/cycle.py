@@ -188,6 +188,8 @@ class GangPlacer:
             first.strategy = "greedy"
             return first
         snap.rollback(mark)
+        if not _search_can_help(gang, snap):
+            return first
 
         largest = sorted(gang.pending, key=lambda p: _size_key(p, snap))
         attempts: list[tuple[str, Callable[[], CycleResult]]] = [
@@ -196,8 +198,6 @@ class GangPlacer:
             ("backtracking", lambda: self._backtrack(gang, snap, largest)),
         ]
         for name, attempt in attempts:
-            if len(gang.pending) <= 1 and name != "backtracking":
-                continue  # one pod: every order is the same
             result = attempt()
             if result.code is Code.SUCCESS:
                 result.strategy = name
@@ -335,6 +335,46 @@ def _nominated_if_feasible(pod: Pod, snap: Snapshot, mask: BoolVector) -> int | 
         return None
     node = snap.index.get(pod.nominated_node_name)
     return node if node is not None and bool(mask[node]) else None
+
+
+def _search_can_help(gang: Gang, snap: Snapshot) -> bool:
+    """Whether another order could succeed where upstream's failed; skipping hopeless
+    searches keeps unschedulable gangs cheap to retry.
+
+    - one pending pod: the greedy pass already tried every node;
+    - identical members with no inter-pod constraints: each node's room for them does not
+      depend on the others, so greedy places as many as any order can;
+    - the smallest members needed to reach minMember ask for more than the whole cluster
+      has free: no placement exists.
+    """
+    pending = gang.pending
+    if len(pending) <= 1:
+        return False
+    if len({_spec_key(p) for p in pending}) == 1 and not (
+        pending[0].affinity or pending[0].anti_affinity or pending[0].spread
+    ):
+        return False
+    free = (snap.allocatable - snap.requested).clip(min=0).sum(axis=0)
+    needed = np.zeros_like(free)
+    for part in gang.parts:
+        short = part.group.min_member - len(part.bound)
+        if short <= 0 or not part.pending:
+            continue
+        # Per resource, the `short` smallest requests: a lower bound on any placement.
+        requests = np.sort(np.stack([snap.vector(p) for p in part.pending]), axis=0)
+        needed += requests[:short].sum(axis=0)
+    return bool((needed <= free).all())
+
+
+def _spec_key(pod: Pod) -> tuple[object, ...]:
+    return (
+        tuple(sorted(pod.requests.items())),
+        pod.constraints,
+        pod.host_ports,
+        pod.affinity,
+        pod.anti_affinity,
+        pod.spread,
+    )
 
 
 def _part_of(gang: Gang, ref: GroupRef) -> GangMember:

@@ -221,3 +221,33 @@ def test_scoring_strategy_spreads_or_packs(strategy: str) -> None:
     run_all(Scheduler(state, config))
     nodes = {p.node_name for p in state.pods.values()}
     assert len(nodes) == (2 if strategy == "LeastAllocated" else 1)
+
+
+def test_search_is_skipped_when_it_cannot_help() -> None:
+    from gangsched.core.cycle import _search_can_help
+
+    state = cluster([node("n1", cpu=4), node("n2", cpu=4)], [], [group("g", 3)])
+    sched = Scheduler(state)
+
+    def gang_of(pods: list) -> object:  # type: ignore[type-arg]
+        for p in pods:
+            state.upsert_pod(p)
+        return sched.gang(GroupRef(Dialect.SIGS, "default", "g"))
+
+    # Identical members: greedy already placed as many as any order could.
+    identical = gang_of(gang_pods("g", 3, cpu=3))
+    assert not _search_can_help(identical, state.snapshot)  # type: ignore[arg-type]
+    for key in list(state.pods):
+        state.delete_pod(key)
+    # Mixed sizes that together exceed the free CPU of the whole cluster: hopeless.
+    too_big = gang_of(
+        [pod("g-0", group="g", cpu=4), pod("g-1", group="g", cpu=3), pod("g-2", group="g", cpu=2)]
+    )
+    assert not _search_can_help(too_big, state.snapshot)  # type: ignore[arg-type]
+    for key in list(state.pods):
+        state.delete_pod(key)
+    # Mixed sizes that fit in total: another order may succeed.
+    mixed = gang_of(
+        [pod("g-0", group="g", cpu=1), pod("g-1", group="g", cpu=1), pod("g-2", group="g", cpu=4)]
+    )
+    assert _search_can_help(mixed, state.snapshot)  # type: ignore[arg-type]
