@@ -79,6 +79,11 @@ class SchedulingQueue:
             return ref
         return None
 
+    def attempts_of(self, ref: GroupRef) -> int:
+        """Failed attempts so far (0 for a gang tried for the first time)."""
+        entry = self._entries.get(ref)
+        return entry.attempts if entry is not None else 0
+
     def done(self, ref: GroupRef) -> None:
         """Scheduled (or no longer pending): forget it and its backoff history."""
         self._entries.pop(ref, None)

@@ -8,6 +8,7 @@ cache, so the next cycle never double-books a node while a bind is in flight.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -75,6 +76,10 @@ class CycleReport:
     strategy: str = ""
     victims: int = 0
     preemption: PreemptionOutcome | None = None
+    #: This attempt's number for the gang (1 = first try).
+    attempts: int = 1
+    #: Seconds spent placing the gang (the cycle alone, without preemption).
+    algorithm_seconds: float = 0.0
 
     @property
     def bound(self) -> list[Bind]:
@@ -151,7 +156,17 @@ class Scheduler:
         if missing:
             return self._unresolved(gang, missing[0], now)
         mark = snap.checkpoint()
+        attempts = self.queue.attempts_of(gang.key) + 1
+        started = time.perf_counter()
         result = self.placer.place(gang, snap)
+        algorithm_seconds = time.perf_counter() - started
+        report = self._outcome(gang, result, mark, now)
+        report.attempts = attempts
+        report.algorithm_seconds = algorithm_seconds
+        return report
+
+    def _outcome(self, gang: Gang, result: CycleResult, mark: int, now: float) -> CycleReport:
+        snap = self.cluster.snapshot
         pods = [p.key for p in gang.pending]
         if result.code is Code.SUCCESS:
             snap.commit()

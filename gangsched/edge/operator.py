@@ -22,7 +22,7 @@ import structlog
 from gangsched.config import Config
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleResult, Gang
-from gangsched.core.decisions import Event
+from gangsched.core.decisions import Event, Nominate
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import (
@@ -310,6 +310,10 @@ class Operator:
                 continue
             self._record(report, time.perf_counter() - started)
             self.actuator.apply(report)
+            if any(isinstance(d, Nominate) for d in report.decisions):
+                # A nomination used, moved or cleared frees the capacity it reserved (maybe
+                # on another node): gangs waiting for room get another look.
+                self.scheduler.queue.cluster_changed(now)
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
 
     async def _sleep(self, seconds: float) -> None:
@@ -320,7 +324,15 @@ class Operator:
         m = self.metrics
         m.podgroup_attempts.labels(report.result).inc()
         m.podgroup_attempt_duration.labels(report.result).observe(seconds)
-        m.podgroup_algorithm_duration.observe(seconds)
+        m.podgroup_algorithm_duration.observe(report.algorithm_seconds)
+        if report.result == SCHEDULED:
+            # Pod scheduling SLI: creation to bind decision, by the gang's attempt count.
+            now = time.time()
+            attempts = str(min(report.attempts, 15))
+            for bind in report.bound:
+                pod = self.scheduler.cluster.pods.get(bind.pod)
+                if pod is not None and pod.created:
+                    m.sli_duration.labels(attempts).observe(max(0.0, now - pod.created))
         result = "scheduled" if report.result == SCHEDULED else "unschedulable"
         m.schedule_attempts.labels(result, self.config.schedulerName).inc(len(report.pods))
         if report.result == SCHEDULED and report.strategy:
