@@ -1,0 +1,3 @@
+module gangsched.local/bench/loadgen
+
+go 1.26
