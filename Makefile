@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench clean
+.PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,16 @@ test: venv k8s-binaries check
 
 bench: venv
 	$(PY) -m bench.core_bench
+
+# gangsched vs the upstream kube-scheduler on the same local control plane (bench/README.md):
+# fresh cluster per run, schedulers alternated, ROUNDS rounds, SIZE=default|small, medians,
+# bench/results/compare.{json,md,png}. Extra flags: COMPARE_ARGS='--mode precreate ...'.
+ROUNDS ?= 3
+SIZE ?= default
+WORKLOADS ?= a,b,c,d
+bench-compare: venv k8s-binaries
+	@$(PY) -c 'import matplotlib' 2>/dev/null || $(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m bench.compare --rounds $(ROUNDS) --size $(SIZE) --workloads $(WORKLOADS) $(COMPARE_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
