@@ -18,7 +18,9 @@ from typing import Any
 
 import aiohttp
 import structlog
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client, config
+from yarl import URL
 
 log = structlog.get_logger("gangsched.kube")
 
@@ -75,7 +77,15 @@ class Kube:
                 config_file=kubeconfig, client_configuration=configuration
             )
         configuration.connection_pool_maxsize = max(qps_hint, 64)
-        return cls(api=client.ApiClient(configuration))
+        if not configuration.proxy:
+            configuration.proxy, configuration.proxy_headers = _env_proxy(configuration.host)
+        api = client.ApiClient(configuration)
+        # kubernetes-asyncio's session trusts the environment, so aiohttp looks up proxies and
+        # ~/.netrc again for every request, each time in a worker thread: about a quarter of
+        # gangsched's samples while binding (py-spy, bench/README.md). The proxy is looked up
+        # once above; netrc credentials could only clash with our bearer token.
+        api.rest_client.pool_manager._trust_env = False
+        return cls(api=api)
 
     async def close(self) -> None:
         await self.api.close()
@@ -179,6 +189,19 @@ class Kube:
                     message=error.message,
                 )
         return error
+
+
+def _env_proxy(host: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """HTTPS_PROXY/HTTP_PROXY (NO_PROXY honoured) for the API server, as aiohttp's trust_env
+    would find it per request: (proxy URL, Proxy-Authorization header) or (None, None)."""
+    if not host:
+        return None, None
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(host))
+    except (LookupError, ValueError):
+        return None, None
+    headers = {"Proxy-Authorization": auth.encode()} if auth is not None else None
+    return str(proxy), headers
 
 
 def rbac_resource(path: str) -> str:
