@@ -101,6 +101,9 @@ class Actuator:
                 delay = self.waiting_condition_delay if waiting else 0.0
                 self._spawn(self._pod_condition(decision, delay))
             elif isinstance(decision, Nominate):
+                # Reserve at once, as kube-scheduler's nominator does: the next cycle (maybe
+                # another preemptor) must see this capacity as taken, not wait for the watch.
+                self.cache.nominate(decision.pod, decision.uid, decision.node)
                 self._spawn(self._nominate(decision))
             elif isinstance(decision, Event):
                 self._spawn(self._event(decision))
@@ -110,6 +113,11 @@ class Actuator:
                 self.outcome_changed.set()
         for steps in victims.values():
             self._spawn(self._preempt(steps))
+
+    def apply_nomination(self, nominate: Nominate) -> None:
+        """Set or clear a nomination that no cycle report carries (reserved at once)."""
+        self.cache.nominate(nominate.pod, nominate.uid, nominate.node)
+        self._spawn(self._nominate(nominate))
 
     def apply_event(self, event: Event, regarding: ObjectRef | None = None) -> None:
         """Post an event that no cycle produced (e.g. a schedule timeout, an object we cannot
@@ -248,6 +256,10 @@ class Actuator:
         if pod is not None and pod.node_name == bind.node and pod.uid == bind.uid:
             self.scheduler.cluster.forget(pod)
             self.scheduler.enqueue_pod(pod, time.monotonic())
+            # The capacity it held is free again: gangs waiting for room get another look.
+            self.scheduler.queue.cluster_changed(time.monotonic())
+            if self.cache.on_change is not None:
+                self.cache.on_change()
         self.scheduler.queue.backoff(gang, time.monotonic())
         if announce and self.may_write():
             kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
@@ -307,12 +319,19 @@ class Actuator:
     async def _nominate(self, nominate: Nominate) -> None:
         if not self.may_write():
             return
+        pod = self.scheduler.cluster.pods.get(nominate.pod)
+        if nominate.node is None and (pod is None or pod.node_name is not None):
+            # Bound (or binding): the API server refuses any nominatedNodeName on a bound pod
+            # and the reservation is already gone from the cache.
+            self.cache.nominations.pop(nominate.pod, None)
+            return
         body = {"metadata": {"uid": nominate.uid}, "status": {"nominatedNodeName": nominate.node}}
         try:
             await self.kube.patch(
                 pod_path(nominate.pod, "status"), body, content_type=STRATEGIC_MERGE_PATCH
             )
         except KubeError as exc:
+            self.cache.nominations.pop(nominate.pod, None)
             if not exc.not_found:
                 self.metrics.api_errors.labels("nominate", str(exc.status)).inc()
                 log.warning("nomination not written", pod=nominate.pod, error=str(exc))

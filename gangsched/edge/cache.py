@@ -55,6 +55,8 @@ class ClusterCache:
     clock: Callable[[], float] = time.monotonic
     #: Pod key -> node name for binds decided but not yet observed.
     assumed: dict[str, str] = field(default_factory=dict)
+    #: Pod key -> nominated node (None: cleared) decided but not yet observed.
+    nominations: dict[str, str | None] = field(default_factory=dict)
     #: Raw PDBs, kept to recompute disruptionsAllowed when the API server reports none.
     raw_budgets: dict[str, JSON] = field(default_factory=dict)
     #: Objects we could not read, with the problem (reported on the object by the edge).
@@ -137,6 +139,12 @@ class ClusterCache:
             return
         self._forgive("Pod", key)
         old: Pod | None = self.cluster.pods.get(key)
+        if key in self.nominations:
+            wanted = self.nominations[key]
+            if pod.nominated_node_name == wanted or not self.cluster.is_pending(pod):
+                del self.nominations[key]  # written (or moot: bound, deleted)
+            else:
+                pod.nominated_node_name = wanted  # the status write is still in flight
         assumed = self.assumed.get(key)
         if assumed is not None:
             if pod.node_name is None and not pod.terminating:
@@ -170,8 +178,18 @@ class ClusterCache:
         self._refresh_budgets()
         self._changed()
 
+    def nominate(self, key: str, uid: str, node: str | None) -> None:
+        """A nomination decided now (the API server learns it a moment later): reserve the
+        capacity in the cluster state at once."""
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.uid != uid or not self.cluster.is_pending(pod):
+            return
+        self.nominations[key] = node
+        self.cluster.nominate(pod, node)
+
     def _forget_pod(self, key: str) -> None:
         self.assumed.pop(key, None)
+        self.nominations.pop(key, None)
         self._fingerprints.pop(key, None)
         pod = self.cluster.delete_pod(key)
         if pod is not None and pod.group is None and pod.node_name is None:

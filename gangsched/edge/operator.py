@@ -27,6 +27,7 @@ from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import (
     SCHEDULED,
+    UNSCHEDULABLE,
     WAITING,
     CycleReport,
     PreemptionOutcome,
@@ -310,11 +311,25 @@ class Operator:
                 continue
             self._record(report, time.perf_counter() - started)
             self.actuator.apply(report)
+            if report.result == UNSCHEDULABLE:
+                self._drop_nominations(report)
             if any(isinstance(d, Nominate) for d in report.decisions):
                 # A nomination used, moved or cleared frees the capacity it reserved (maybe
                 # on another node): gangs waiting for room get another look.
                 self.scheduler.queue.cluster_changed(now)
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
+
+    def _drop_nominations(self, report: CycleReport) -> None:
+        """A gang that failed with no preemption under way gives up its old nominations, as
+        kube-scheduler's failure handler clears nominatedNodeName: a nomination that no longer
+        fits would otherwise hold its node's room against every other gang for ever."""
+        cluster = self.scheduler.cluster
+        for key in report.pods:
+            pod = cluster.pods.get(key)
+            if pod is not None and cluster.is_pending(pod) and pod.nominated_node_name:
+                clear = Nominate(pod.key, pod.uid, None)
+                report.decisions.append(clear)
+                self.actuator.apply_nomination(clear)
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -161,3 +161,41 @@ async def test_unknown_bind_outcome_is_read_back(bound_on_server: bool) -> None:
         assert pending(cache) == []
     else:
         assert cache.assumed == {} and pending(cache) == ["g-0"]
+
+
+async def test_a_nomination_reserves_capacity_before_the_watch_shows_it() -> None:
+    """Two equal-priority gangs wanting the same victim's room: the second preemptor must see
+    the first one's nomination at once, not pick the same victim and overbook the node."""
+    from gangsched.core.decisions import Evict
+    from gangsched.core.preemption import build_preemptor
+    from gangsched.core.scheduler import WAITING_ON_PREEMPTION
+
+    kube = FakeKube()
+    scheduler = Scheduler(
+        ClusterState(scheduler_name="gangsched"),
+        preemptor=build_preemptor(strategy="mincost", scheduler_name="gangsched"),
+    )
+    cache = ClusterCache(scheduler, clock=lambda: 0.0)
+    actuator = Actuator(
+        kube=kube,  # type: ignore[arg-type]
+        scheduler=scheduler,
+        cache=cache,
+        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
+        metrics=Metrics(),
+    )
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 1000}
+    cache.priority_classes().replace([{**high, "metadata": {"name": "high"}}])
+    cache.nodes().replace([raw_node("n1", cpu="4")])
+    low = raw_pod("low", cpu="4", node="n1", scheduler="other")
+    a, b = raw_pod("a", cpu="4"), raw_pod("b", cpu="4")
+    for pod in (a, b):
+        pod["spec"]["priorityClassName"] = "high"
+    cache.pods().replace([low, a, b])
+    first = scheduler.step(0.0)
+    assert first is not None and first.result == WAITING_ON_PREEMPTION
+    actuator.apply(first)  # no watch event yet: the API server has not answered
+    assert scheduler.cluster.pods[f"default/{first.gang.name}"].nominated_node_name == "n1"
+    second = scheduler.step(0.0)
+    assert second is not None and second.gang != first.gang
+    assert not [d for d in second.decisions if isinstance(d, Evict)], second.message
+    await actuator.drain()
