@@ -88,14 +88,24 @@ class SchedulingQueue:
         """Scheduled (or no longer pending): forget it and its backoff history."""
         self._entries.pop(ref, None)
 
-    def unschedulable(self, ref: GroupRef, now: float) -> None:
+    def unschedulable(self, ref: GroupRef, now: float, *, counted: bool = True) -> None:
+        """Tried and not placed: back when the cluster changes, after the backoff.
+
+        `counted=False` for a gang that is not ready rather than failed (members or its
+        PodGroup still missing, its own preemption victims still terminating): the attempt
+        does not grow the backoff, so it is retried within `initial_backoff` of the event
+        that makes it ready, however long it waited (kube-scheduler's PreEnqueue does not
+        count such pods as attempts either)."""
         entry = self._entries.get(ref)
         if entry is None:
             return
-        entry.attempts += 1
+        if counted:
+            entry.attempts += 1
         entry.state = State.UNSCHEDULABLE
         entry.since = now
-        entry.ready_at = now + self.backoff_for(entry.attempts)
+        entry.ready_at = now + (
+            self.backoff_for(entry.attempts) if counted else self.initial_backoff
+        )
 
     def backoff(self, ref: GroupRef, now: float) -> None:
         """Retry after the backoff interval whatever happens (errors, lost binds)."""

@@ -173,7 +173,7 @@ class Scheduler:
             return self._scheduled(gang, result, pods, now)
         snap.rollback(mark)
         if result.code is Code.WAIT:
-            self.queue.unschedulable(gang.key, now)
+            self.queue.unschedulable(gang.key, now, counted=False)
             return self._not_scheduled(
                 gang,
                 result=WAITING,
@@ -197,8 +197,10 @@ class Scheduler:
         if self.preemptor is not None:
             preemption = self.preemptor.preempt(gang, result, self.cluster, self.framework)
             if preemption.started:
-                # Retried once the victims are gone (the driver activates it on deletion).
-                self.queue.unschedulable(gang.key, now)
+                # Retried once the victims are gone (their deletion is a cluster change).
+                # Only choosing victims counts as an attempt; waiting for earlier ones to
+                # terminate does not grow the backoff (it was 8 s after four tries).
+                self.queue.unschedulable(gang.key, now, counted=bool(preemption.victims))
                 report = self._not_scheduled(
                     gang,
                     result=WAITING_ON_PREEMPTION,
@@ -310,7 +312,7 @@ class Scheduler:
     def _unresolved(self, gang: Gang, part: GangMember, now: float) -> CycleReport:
         ref = part.group.ref
         message = f"{ref.dialect.value} PodGroup {ref.key} not found"
-        self.queue.unschedulable(gang.key, now)
+        self.queue.unschedulable(gang.key, now, counted=False)  # activated when it arrives
         return self._not_scheduled(
             gang,
             result=UNSCHEDULABLE,

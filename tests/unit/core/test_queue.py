@@ -40,6 +40,25 @@ def test_backoff_doubles_up_to_the_cap() -> None:
     assert [q.backoff_for(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
 
 
+def test_a_gang_not_ready_yet_does_not_grow_its_backoff() -> None:
+    """Waiting for members, its PodGroup or its own victims is not a failed attempt: however
+    many such cycles, the gang is back within initial_backoff of the change it waits for."""
+    q = SchedulingQueue(initial_backoff=1.0, max_backoff=10.0)
+    q.add(ref("g"), priority=0, created=0.0)
+    for now in (0.0, 2.0, 4.0, 6.0):
+        assert q.pop(now) == ref("g")
+        q.unschedulable(ref("g"), now=now, counted=False)
+        q.cluster_changed(now + 1.5)
+    assert q.attempts_of(ref("g")) == 0
+    assert q.pop(8.0) == ref("g")
+    q.unschedulable(ref("g"), now=8.0)  # a real failure counts and backs off as before
+    q.unschedulable(ref("g"), now=8.0)
+    assert q.attempts_of(ref("g")) == 2
+    q.cluster_changed(8.0)
+    assert q.pop(9.9) is None
+    assert q.pop(10.0) == ref("g")
+
+
 def test_a_failing_gang_never_blocks_the_others() -> None:
     q = SchedulingQueue()
     q.add(ref("stuck"), priority=100, created=0.0)
