@@ -43,6 +43,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import signal
 import ssl
 import statistics
@@ -76,13 +77,18 @@ KS_NAME = "kube-scheduler-baseline"
 KS_SA = ("kube-system", "kube-scheduler-bench")
 SCHEDULERS = ("gangsched", "kube-scheduler", "gangsched-upstream")
 WORKLOADS = ("a", "b", "c", "d")
-TITLES = {
-    "a": "(a) 1,000 gangs of 3",
-    "b": "(b) 100 gangs of 8-24",
-    "c": "(c) preemption",
-    "d": "(d) restart",
-    "ceiling": "ceiling: bare binder",
-}
+
+
+def titles(sizes: dict[str, Any]) -> dict[str, str]:
+    """Row labels from the sizes actually run."""
+    z = Sizes(**sizes)
+    return {
+        "a": f"(a) {z.a_gangs:,} gangs of {z.a_size}, {z.a_nodes:,} nodes",
+        "b": f"(b) {z.b_gangs:,} gangs of {z.b_min}-{z.b_max}, {z.b_nodes:,} nodes",
+        "c": f"(c) preemption: {z.c_gangs} gangs of {z.c_size} over {z.c_low:,} low pods",
+        "d": f"(d) restart: {z.d_bound:,} bound pods, {z.d_nodes:,} nodes",
+        "ceiling": f"ceiling: bare binder, {z.ceiling_pods:,} pods",
+    }
 
 
 @dataclass(frozen=True)
@@ -916,7 +922,7 @@ async def run_one(
         else:
             await kube.close()
             if not opts.keep:
-                env.cluster.stop()
+                stop_cluster(env.cluster)
 
 
 async def cleanup_gangs(kube: Kube) -> None:
@@ -1012,7 +1018,7 @@ async def run_ceiling(opts: Options, loadgen: Path) -> dict[str, Any]:
     finally:
         await watch.stop()
         await kube.close()
-        cluster.stop()
+        stop_cluster(cluster)
 
 
 # ------------------------------------------------------------------------------- summary
@@ -1066,7 +1072,8 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [
         f"Medians over {meta['rounds']} rounds; load average (1 min) during the runs: "
         f"{meta['load_min']:.2f}-{meta['load_max']:.2f} (median {meta['load_median']:.2f}) on "
-        f"{meta['cpus']} CPUs. Ratio = gangsched / kube-scheduler.",
+        f"{meta['cpus']} CPUs. Ratio = gangsched / kube-scheduler. Mode: {meta['mode']} "
+        "for (a) and (b), streamed for (c), precreate for (d) (see bench/README.md).",
         "",
         "| workload | scheduler | pods/s | gang latency p50 / p99 (s) | first / last bind (s) "
         "| victims | API req / pod | CPU s (run / total) | peak RSS MiB |",
@@ -1074,6 +1081,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     ]
     medians, ratios = summary["medians"], summary["ratios"]
     ceiling = medians.get("ceiling", {}).get("bare-binder", {}).get("pods_per_s")
+    label = titles(meta["sizes"])
     for workload in (*WORKLOADS, "ceiling"):
         per = medians.get(workload)
         if not per:
@@ -1089,7 +1097,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             )
             incomplete = "" if m.get("complete", 1) else " (incomplete)"
             lines.append(
-                f"| {TITLES[workload]} | {scheduler}{incomplete} | "
+                f"| {label[workload]} | {scheduler}{incomplete} | "
                 f"{fmt(m.get('pods_per_s'))}{share} | "
                 f"{fmt(m.get('latency_p50_s'), 2)} / {fmt(m.get('latency_p99_s'), 2)} | "
                 f"{fmt(m.get('first_bind_s'), 2)} / {fmt(m.get('last_bind_s'), 2)} | "
@@ -1100,7 +1108,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         r = ratios.get(workload)
         if r:
             lines.append(
-                f"| {TITLES[workload]} | **ratio** | **{fmt(r.get('pods_per_s'), 2)}x** | "
+                f"| {label[workload]} | **ratio** | **{fmt(r.get('pods_per_s'), 2)}x** | "
                 f"{fmt(r.get('latency_p50_s'), 2)} / {fmt(r.get('latency_p99_s'), 2)} | "
                 f"{fmt(r.get('first_bind_s'), 2)} / {fmt(r.get('last_bind_s'), 2)} | "
                 f"{fmt(r.get('victims'), 2)} | {fmt(r.get('api_requests_per_pod'), 2)} | "
@@ -1110,13 +1118,14 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(summary: dict[str, Any], runs: list[dict[str, Any]], path: Path) -> None:
+def plot(document: dict[str, Any], runs: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    medians = summary["medians"]
+    medians = document["medians"]
+    label = titles(document["meta"]["sizes"])
     workloads = [w for w in WORKLOADS if w in medians]
     panels = (
         ("pods_per_s", "pods bound per second (higher is better)"),
@@ -1167,7 +1176,7 @@ def plot(summary: dict[str, Any], runs: list[dict[str, Any]], path: Path) -> Non
                     color="gray",
                 )
         ax.set_xticks(range(len(workloads)))
-        ax.set_xticklabels([TITLES[w] for w in workloads], fontsize=8)
+        ax.set_xticklabels([label[w].split(":")[0].split(",")[0] for w in workloads], fontsize=8)
         ax.set_title(title, fontsize=10)
     axes.flat[0].legend(fontsize=8)
     fig.suptitle("gangsched vs kube-scheduler v1.37.1 (medians, bars = min..max over rounds)")
@@ -1272,12 +1281,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return document
 
 
+def stop_cluster(cluster: Cluster) -> None:
+    cluster.stop()
+    shutil.rmtree(cluster.dir, ignore_errors=True)  # our run directories (logs, kubeconfigs)
+
+
 async def close_shared(shared: dict[str, Any], opts: Options) -> None:
     if "d" in shared:
         env, kube = shared.pop("d")
         await kube.close()
         if not opts.keep:
-            env.cluster.stop()
+            stop_cluster(env.cluster)
 
 
 def main() -> None:
