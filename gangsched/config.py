@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gangsched.core.cycle import CycleConfig
 from gangsched.core.plugins import ScoringConfig
@@ -19,7 +26,21 @@ from gangsched.core.scheduler import Preemptor, SchedulerConfig
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+_NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"  # a DNS subdomain (Lease name, namespace)
+
+
+def _address(value: str) -> str:
+    """host:port to listen on: port 0-65535, host an IP (IPv6 in brackets), a name, or empty
+    for every interface."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{value!r} is not host:port with a port from 0 to 65535")
+    if host.startswith("[") != host.endswith("]") or any(c.isspace() for c in host):
+        raise ValueError(f"{value!r}: bad host {host!r}")
+    return value
 
 
 class Scoring(_Strict):
@@ -55,11 +76,21 @@ class Search(_Strict):
 
 class LeaderElection(_Strict):
     enabled: bool = True
-    leaseName: str = "gangsched"
-    leaseNamespace: str = "gangsched-system"
-    leaseDurationSeconds: float = Field(15.0, gt=0)
+    leaseName: str = Field("gangsched", pattern=_NAME, max_length=253)
+    leaseNamespace: str = Field("gangsched-system", pattern=_NAME, max_length=63)
+    leaseDurationSeconds: float = Field(15.0, ge=1)
     renewDeadlineSeconds: float = Field(10.0, gt=0)
     retryPeriodSeconds: float = Field(2.0, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeaderElection:
+        # client-go's rules: a leader must give up (renew deadline) before its lease can
+        # expire for the others, and retry more than once within the deadline.
+        if self.renewDeadlineSeconds >= self.leaseDurationSeconds:
+            raise ValueError("renewDeadlineSeconds must be less than leaseDurationSeconds")
+        if self.retryPeriodSeconds >= self.renewDeadlineSeconds:
+            raise ValueError("retryPeriodSeconds must be less than renewDeadlineSeconds")
+        return self
 
 
 class Config(_Strict):
@@ -71,6 +102,8 @@ class Config(_Strict):
     bindConcurrency: int = Field(16, ge=1)
     metricsAddress: str = "0.0.0.0:10259"
     healthAddress: str = "0.0.0.0:10258"
+
+    _addresses = field_validator("metricsAddress", "healthAddress")(_address)
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     logFormat: Literal["json", "console"] = "json"
 
@@ -109,7 +142,8 @@ def load_config(path: str | Path | None) -> Config:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"{path}: not valid YAML: {detail}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     try:
@@ -117,6 +151,15 @@ def load_config(path: str | Path | None) -> Config:
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-            lines.append(f"{path}: {where}: {error['msg']}")
+            where = ".".join(_field(part) for part in error["loc"]) or "(top level)"
+            lines.append(f"{path}: {where}: {' '.join(error['msg'].split())}")
         raise ConfigError("\n".join(lines)) from None
+
+
+def _field(part: object) -> str:
+    """A field name as typed, quoted when it would not read as one (spaces, dots, control
+    characters): each problem stays on one line."""
+    text = str(part)
+    if text and text.isprintable() and not any(c in text for c in ". :"):
+        return text
+    return repr(text)

@@ -33,7 +33,7 @@ def default_identity() -> str:
 
 def _host_port(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
-    return host or "0.0.0.0", int(port)
+    return host.strip("[]") or "0.0.0.0", int(port)  # "[::1]:9090" listens on ::1
 
 
 async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:

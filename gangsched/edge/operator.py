@@ -25,7 +25,9 @@ from gangsched.core.cycle import CycleResult, Gang
 from gangsched.core.decisions import Event, Nominate
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.queue import State
 from gangsched.core.scheduler import (
+    ERROR,
     SCHEDULED,
     UNSCHEDULABLE,
     WAITING,
@@ -303,7 +305,10 @@ class Operator:
             # Cleared before looking at the queue, so a change that arrives while we look is
             # not lost: the wait below then returns at once.
             self.wake.clear()
-            report = self.scheduler.step(now)
+            report = self.step(now)
+            if report is None and self.wake.is_set():
+                await asyncio.sleep(0)  # a cycle failed: go on with the next gang
+                continue
             if report is None:
                 self._publish_queue()
                 ready = self.scheduler.queue.next_ready_at()
@@ -318,6 +323,44 @@ class Operator:
                 # on another node): gangs waiting for room get another look.
                 self.scheduler.queue.cluster_changed(now)
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
+
+    def step(self, now: float) -> CycleReport | None:
+        """One scheduling step. A cycle that raises (a bug, or an object the core cannot
+        handle) is contained: its assumptions are rolled back, the gang is told and retried
+        after its backoff, and the others go on (None is returned, `wake` is set)."""
+        mark = self.scheduler.cluster.snapshot.checkpoint()
+        try:
+            return self.scheduler.step(now)
+        except Exception as exc:
+            self.scheduler.cluster.snapshot.rollback(mark)
+            self._cycle_failed(exc, now)
+            self.wake.set()
+            return None
+
+    def _cycle_failed(self, exc: Exception, now: float) -> None:
+        """A cycle raised (a bug, or an object the core cannot handle): log it, tell the
+        gang, and retry it after its backoff instead of leaving it in flight for ever."""
+        queue = self.scheduler.queue
+        in_flight = [
+            ref
+            for ref, entry in queue._entries.items()
+            if entry.state is State.BACKOFF and entry.ready_at == float("inf")
+        ]
+        log.exception("scheduling cycle failed", groups=[ref.key for ref in in_flight])
+        self.metrics.podgroup_attempts.labels(ERROR).inc()
+        for ref in in_flight:
+            queue.backoff(ref, now)
+            kind = "Pod" if ref.dialect is Dialect.LONE_POD else "PodGroup"
+            self.actuator.apply_event(
+                Event(
+                    kind,
+                    ref.key,
+                    "Warning",
+                    "FailedScheduling",
+                    "Scheduling",
+                    f"internal error while scheduling this group: {exc!r}; retrying",
+                )
+            )
 
     def _drop_nominations(self, report: CycleReport) -> None:
         """A gang that failed with no preemption under way gives up its old nominations, as
