@@ -74,9 +74,24 @@ start_one() { # start_one NAME: the same command line, detached, log appended, P
   log "started $name again (pid $!)"
 }
 
+# A killed process loses its command line (is_ours) before the kernel closes its sockets:
+# wait for the port itself, or the restarted process may find it still in use.
+port_free() { # port_free PORT: up to 10 s
+  local i
+  for ((i = 0; i < 100; i++)); do
+    port_in_use "$1" || return 0
+    sleep 0.1
+  done
+  die "port $1 is still in use after stopping its process"
+}
+
 stopped_at="$(date +%s.%N)"
 stop_one kube-apiserver
-((WITH_ETCD)) && stop_one etcd
+port_free "$APISERVER_PORT"
+if ((WITH_ETCD)); then
+  stop_one etcd
+  port_free "$ETCD_PORT"
+fi
 sleep "$DOWN"
 if ((WITH_ETCD)); then
   start_one etcd

@@ -241,13 +241,22 @@ class Actuator:
                     self.metrics.pods_bound.inc()
                     log.info("bound", pod=bind.pod, node=bind.node, group=gang.key, checked=True)
                 else:
-                    self._bind_failed(bind, gang, error)
+                    # The API server is back and the bind did not happen: retry the gang now,
+                    # before gangs behind it in the queue take the room its other members
+                    # (maybe already bound) were placed with.
+                    self._bind_failed(bind, gang, error, retry_now=True)
                 return
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
     def _bind_failed(
-        self, bind: Bind, gang: GroupRef, error: str, *, announce: bool = False
+        self,
+        bind: Bind,
+        gang: GroupRef,
+        error: str,
+        *,
+        announce: bool = False,
+        retry_now: bool = False,
     ) -> None:
         """Forget the assumed placement and retry the gang after its backoff."""
         log.warning("bind failed", pod=bind.pod, node=bind.node, group=gang.key, error=error)
@@ -260,7 +269,10 @@ class Actuator:
             self.scheduler.queue.cluster_changed(time.monotonic())
             if self.cache.on_change is not None:
                 self.cache.on_change()
-        self.scheduler.queue.backoff(gang, time.monotonic())
+        if retry_now:
+            self.scheduler.queue.activate(gang)
+        else:
+            self.scheduler.queue.backoff(gang, time.monotonic())
         if announce and self.may_write():
             kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
             self.apply_event(

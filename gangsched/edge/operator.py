@@ -118,12 +118,15 @@ class Operator:
         self._published = 0.0
         #: Gangs whose last cycle found fewer members than minMember.
         self._waiting: set[GroupRef] = set()
+        #: Half-bound gangs go first at start and after winning the lease.
+        self._partial_first = True
         self.stopping = asyncio.Event()
 
     def on_leadership(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
         if leading:
             # A new leader starts from what the API server holds: requeue every pending gang.
+            self._partial_first = True
             self.scheduler.enqueue_pending(time.monotonic())
             self.scheduler.queue.cluster_changed(time.monotonic())
             self.wake.set()
@@ -305,6 +308,9 @@ class Operator:
             # Cleared before looking at the queue, so a change that arrives while we look is
             # not lost: the wait below then returns at once.
             self.wake.clear()
+            if self._partial_first:
+                self._partial_first = False
+                await self._finish_partial_gangs(now)
             report = self.step(now)
             if report is None and self.wake.is_set():
                 await asyncio.sleep(0)  # a cycle failed: go on with the next gang
@@ -314,15 +320,42 @@ class Operator:
                 ready = self.scheduler.queue.next_ready_at()
                 await self._sleep(1.0 if ready is None else max(0.0, min(ready - now, 1.0)))
                 continue
-            self._record(report, time.perf_counter() - started)
-            self.actuator.apply(report)
-            if report.result == UNSCHEDULABLE:
-                self._drop_nominations(report)
-            if any(isinstance(d, Nominate) for d in report.decisions):
-                # A nomination used, moved or cleared frees the capacity it reserved (maybe
-                # on another node): gangs waiting for room get another look.
-                self.scheduler.queue.cluster_changed(now)
+            self._carry_out(report, now, time.perf_counter() - started)
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
+
+    def _carry_out(self, report: CycleReport, now: float, seconds: float) -> None:
+        self._record(report, seconds)
+        self.actuator.apply(report)
+        if report.result == UNSCHEDULABLE:
+            self._drop_nominations(report)
+        if any(isinstance(d, Nominate) for d in report.decisions):
+            # A nomination used, moved or cleared frees the capacity it reserved (maybe
+            # on another node): gangs waiting for room get another look.
+            self.scheduler.queue.cluster_changed(now)
+
+    async def _finish_partial_gangs(self, now: float) -> None:
+        """A new leader (or a restarted one) first tries the gangs its predecessor left
+        half-bound -- some members bound, fewer than minMember -- in priority order, before
+        any other gang can take the room their decision had placed them in."""
+        cluster = self.scheduler.cluster
+        partial = []
+        for key in {self.scheduler.unit_key(ref) for ref in cluster.pending_refs()}:
+            gang = self.scheduler.gang(key)
+            if any(p.bound and len(p.bound) < p.group.min_member for p in gang.parts):
+                partial.append(gang)
+        partial.sort(key=lambda g: (-g.priority, g.key.key))
+        for gang in partial:
+            log.info("finishing a half-bound gang first", group=gang.key.key)
+            started = time.perf_counter()
+            mark = cluster.snapshot.checkpoint()
+            try:
+                report = self.scheduler.schedule(gang, now)
+            except Exception:
+                cluster.snapshot.rollback(mark)
+                log.exception("scheduling cycle failed", groups=[gang.key.key])
+                continue  # the queue retries it like any other gang
+            self._carry_out(report, now, time.perf_counter() - started)
+            await asyncio.sleep(0)
 
     def step(self, now: float) -> CycleReport | None:
         """One scheduling step. A cycle that raises (a bug, or an object the core cannot

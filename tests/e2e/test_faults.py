@@ -81,12 +81,28 @@ async def quiesce(workload: Workload, *, timeout: float, stable_polls: int = 3) 
     deadline = time.monotonic() + timeout
     previous: frozenset[tuple[str, str]] | None = None
     stable = 0
+    stuck: dict[str, float] = {}
     while True:
         pods = await workload.pods()
         bound = frozenset(
             (n, p["spec"]["nodeName"]) for n, p in pods.items() if p["spec"].get("nodeName")
         )
         terminating = [n for n, p in pods.items() if p["metadata"].get("deletionTimestamp")]
+        for name in terminating:
+            # kwok (the kubelet here) finishes graceful deletions within a second; one that
+            # hangs is kwok's problem, not the scheduler's: finish it as pod GC would.
+            since = stuck.setdefault(name, time.monotonic())
+            if time.monotonic() - since > 30:
+                meta, spec = pods[name]["metadata"], pods[name]["spec"]
+                print(
+                    f"\n{name} terminating for 30s (node {spec.get('nodeName')}, "
+                    f"deletionTimestamp {meta.get('deletionTimestamp')}, finalizers "
+                    f"{meta.get('finalizers')}, phase {pods[name].get('status', {}).get('phase')}):"
+                    " force-deleting it"
+                )
+                await workload.kube.delete(
+                    f"/api/v1/namespaces/{workload.ns}/pods/{name}", grace_period_seconds=0
+                )
         fits = final_state_violations(workload, pods)
         stable = stable + 1 if bound == previous and not terminating and not fits else 0
         previous = bound

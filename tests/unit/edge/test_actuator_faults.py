@@ -199,3 +199,29 @@ async def test_a_nomination_reserves_capacity_before_the_watch_shows_it() -> Non
     assert second is not None and second.gang != first.gang
     assert not [d for d in second.decisions if isinstance(d, Evict)], second.message
     await actuator.drain()
+
+
+async def test_a_new_leader_finishes_half_bound_gangs_before_any_other() -> None:
+    """The previous leader bound 1 of 3 members and died; an older gang of the same priority
+    would take the room the other two were placed in: the half-bound one goes first."""
+    from gangsched.config import Config
+    from gangsched.edge.operator import Operator
+
+    kube = FakeKube()
+    operator = Operator(config=Config(), kube=kube)  # type: ignore[arg-type]
+    cache = operator.cache
+    cache.clock = lambda: 0.0
+    cache.nodes().replace([raw_node("n1", cpu="3")])
+    cache.pod_groups().replace([raw_group("half", 3), raw_group("older", 2)])
+    half = [raw_pod(f"half-{i}", group="half", node="n1" if i == 0 else None) for i in range(3)]
+    for p in half:
+        p["metadata"]["creationTimestamp"] = "2026-01-01T00:10:00Z"
+    older = [raw_pod(f"older-{i}", group="older") for i in range(2)]
+    for p in older:
+        p["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    cache.pods().replace(half + older)
+    await operator._finish_partial_gangs(0.0)
+    await operator.actuator.drain()
+    assert sorted(b.split("/")[-2] for b in kube.binds) == ["half-1", "half-2"]
+    report = operator.step(0.0)  # the older gang no longer fits
+    assert report is not None and report.gang.name == "older" and not report.bound
