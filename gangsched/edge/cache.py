@@ -152,6 +152,10 @@ class ClusterCache:
             else:
                 self.assumed.pop(key, None)
         self.cluster.upsert_pod(pod)
+        if old is not None and old.group is None and pod.group is not None:
+            # It joined a group (a label or annotation added later): its old entry as a
+            # group of one must not schedule it apart from its gang.
+            self.scheduler.queue.remove(self.cluster.group_of(old))
         if not notify:
             return
         freed = old is not None and old.holds_resources and not pod.holds_resources

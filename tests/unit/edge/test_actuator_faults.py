@@ -225,3 +225,15 @@ async def test_a_new_leader_finishes_half_bound_gangs_before_any_other() -> None
     assert sorted(b.split("/")[-2] for b in kube.binds) == ["half-1", "half-2"]
     report = operator.step(0.0)  # the older gang no longer fits
     assert report is not None and report.gang.name == "older" and not report.bound
+
+
+async def test_a_pod_that_joins_a_group_later_is_not_scheduled_alone() -> None:
+    """Found by fuzzing: the pod's entry as a group of one stayed queued after its group
+    label arrived, and scheduled it apart from its gang."""
+    kube, cache, _ = setup(min_member=4, size=2)  # 3 of 4 members in the end: it waits
+    late = raw_pod("g-2")  # created without the label: a lone pod
+    cache.pods().upsert(late)
+    cache.pods().upsert(raw_pod("g-2", group="g"))  # the label is added
+    reports = [cache.scheduler.step(float(t)) for t in range(5)]
+    assert not [b for r in reports if r is not None for b in r.bound]
+    assert not kube.binds
