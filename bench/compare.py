@@ -1176,7 +1176,9 @@ def plot(document: dict[str, Any], runs: list[dict[str, Any]], path: Path) -> No
                     color="gray",
                 )
         ax.set_xticks(range(len(workloads)))
-        ax.set_xticklabels([label[w].split(":")[0].split(",")[0] for w in workloads], fontsize=8)
+        ax.set_xticklabels(
+            [label[w].split(": ")[0].replace(", ", "\n") for w in workloads], fontsize=7
+        )
         ax.set_title(title, fontsize=10)
     axes.flat[0].legend(fontsize=8)
     fig.suptitle("gangsched vs kube-scheduler v1.37.1 (medians, bars = min..max over rounds)")
@@ -1294,6 +1296,16 @@ async def close_shared(shared: dict[str, Any], opts: Options) -> None:
             stop_cluster(env.cluster)
 
 
+def render(args: argparse.Namespace) -> None:
+    """Table and plot again from a results file (no runs)."""
+    document = json.loads(Path(args.json).read_text())
+    md = markdown(document, document["meta"])
+    Path(args.markdown).write_text(md)
+    print(md)
+    if args.plot:
+        plot(document, document["runs"], Path(args.plot))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -1318,7 +1330,13 @@ def main() -> None:
     parser.add_argument("--json", default=str(RESULTS / "compare.json"))
     parser.add_argument("--markdown", default=str(RESULTS / "compare.md"))
     parser.add_argument("--plot", default=str(RESULTS / "compare.png"))
+    parser.add_argument(
+        "--render", action="store_true", help="only redo --markdown/--plot from --json"
+    )
     args = parser.parse_args()
+    if args.render:
+        render(args)
+        return
     asyncio.run(main_async(args))
 
 
