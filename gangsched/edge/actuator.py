@@ -222,7 +222,13 @@ class Actuator:
         """The bind's outcome is unknown (connection lost, server error): keep its capacity
         reserved and read the pod back until we know, so a bind that did happen is neither
         repeated elsewhere nor its node double-booked meanwhile."""
-        log.warning("bind outcome unknown; checking", pod=bind.pod, node=bind.node, error=error)
+        log.warning(
+            "bind outcome unknown; checking",
+            pod=bind.pod,
+            node=bind.node,
+            group=gang.key,
+            error=error,
+        )
         delay = 0.5
         while True:
             try:

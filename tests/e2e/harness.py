@@ -601,7 +601,11 @@ class PodRecorder:
             count += 0 < bound < gang.min_member
         return count
 
-    def violations(self) -> list[str]:
+    def violations(self, interrupted: dict[str, bool] | None = None) -> list[str]:
+        """`interrupted`: gangs whose binds a fault cut short (see `interrupted_gangs`), with
+        whether the scheduler tried them again; such a gang may stay short if it was retried
+        (its decision placed it whole; the fault, then higher-priority work, left it short)."""
+        interrupted = interrupted or {}
         out = [f"node over capacity: {o}" for o in self.overcommits]
         out += [
             f"pod {p} was bound to more than one node: {sorted(n)}"
@@ -623,7 +627,11 @@ class PodRecorder:
         for name, gang in w.gangs.items():
             most = self.max_bound.get(name, 0)
             lost = any(p in self.victims for p in gang.pod_names())
-            if 0 < most < gang.min_member and not lost:
+            if not 0 < most < gang.min_member or lost:
+                continue  # whole at some point, never bound, or short because preempted
+            if interrupted.get(name) is False:
+                out.append(f"gang {name}: its binds were cut short by a fault and never retried")
+            elif name not in interrupted:
                 out.append(
                     f"gang {name} had at most {most} member(s) bound, fewer than minMember "
                     f"{gang.min_member}, and lost none to preemption"
@@ -695,4 +703,36 @@ def bound_log_lines(replicas: Iterable[Replica]) -> dict[str, list[tuple[str, in
                 out[record["pod"]].append(
                     (replica.name, record["_incarnation"], str(record.get("node")))
                 )
+    return out
+
+
+def interrupted_gangs(replicas: Iterable[Replica]) -> dict[str, bool]:
+    """Gang name -> retried afterwards, for every gang a scheduling decision placed whole but
+    whose binds were not all done: the process was killed or lost its lease before sending
+    them, or a bind failed (API server gone). Read from the schedulers' logs."""
+    out: dict[str, bool] = {}
+    for replica in replicas:
+        owed: dict[str, int] = defaultdict(int)
+        incarnation = 0
+        for record in replica.events():
+            if record["_incarnation"] != incarnation:
+                for gang, count in owed.items():
+                    if count > 0:
+                        out.setdefault(gang, False)
+                owed.clear()
+                incarnation = record["_incarnation"]
+            group = str(record.get("group", "")).rsplit("/", 1)[-1]
+            event = record.get("event")
+            if event == "cycle":
+                if group in out:
+                    out[group] = True  # tried again after the interruption
+                if record.get("result") == "scheduled":
+                    owed[group] += int(record.get("bound") or 0)
+            elif event == "bound":
+                owed[group] -= 1
+            elif event in ("bind failed", "bind outcome unknown; checking"):
+                out.setdefault(group, False)
+        for gang, count in owed.items():
+            if count > 0:
+                out.setdefault(gang, False)
     return out

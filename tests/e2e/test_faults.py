@@ -54,6 +54,7 @@ from .harness import (
     eventually,
     final_state_violations,
     install,
+    interrupted_gangs,
     manifest_config,
     random_gangs,
 )
@@ -121,6 +122,18 @@ async def quiesce(workload: Workload, *, timeout: float, stable_polls: int = 3) 
         await asyncio.sleep(2.0)
 
 
+def fault_summary(workload: Workload, recorder: PodRecorder, interrupted: dict[str, bool]) -> str:
+    short = [
+        g
+        for g in interrupted
+        if g in workload.gangs and 0 < recorder.max_bound.get(g, 0) < workload.gangs[g].min_member
+    ]
+    return (
+        f"{len(interrupted)} gang(s) had binds cut short by the fault, {len(short)} of them "
+        f"stayed short after being retried (higher-priority work took the room) {short}"
+    )
+
+
 def summarize(workload: Workload, pods: dict[str, JSON], recorder: PodRecorder) -> str:
     whole = sum(
         1
@@ -174,8 +187,8 @@ async def test_kill9_storm_keeps_every_invariant(
             creating = asyncio.create_task(
                 workload.create_gangs(gangs, shuffle_seed=rng.randrange(1 << 30))
             )
-            for _ in range(2):
-                await asyncio.sleep(rng.uniform(0.5, 3.0))
+            for _ in range(3):
+                await asyncio.sleep(rng.uniform(0.3, 2.5))
                 partial = recorder.partial_gangs()
                 bound = sum(1 for p in recorder.pods.values() if p["spec"].get("nodeName"))
                 replica.kill(signal.SIGKILL)
@@ -189,7 +202,8 @@ async def test_kill9_storm_keeps_every_invariant(
         assert await replica.stop() == 0, replica.tail()
         await recorder.stop()
 
-        violations = recorder.violations() + final_state_violations(workload, pods)
+        interrupted = interrupted_gangs([replica])
+        violations = recorder.violations(interrupted) + final_state_violations(workload, pods)
         binds = bound_log_lines([replica])
         violations += [
             f"{pod} bound more than once: {lines}" for pod, lines in binds.items() if len(lines) > 1
@@ -212,7 +226,8 @@ async def test_kill9_storm_keeps_every_invariant(
         print(
             f"\nkill -9 storm (seed {SEED}): {len(kills)} kills in {elapsed:.0f}s; "
             f"{summarize(workload, pods, recorder)}; binds per incarnation {per_incarnation}; "
-            f"bind conflicts (already bound) {conflicts}\n  " + "\n  ".join(kills)
+            f"bind conflicts (already bound) {conflicts}; "
+            f"{fault_summary(workload, recorder, interrupted)}\n  " + "\n  ".join(kills)
         )
         assert not violations, "\n".join(violations)
         assert recorder.victims, "the waves were meant to preempt"
@@ -375,6 +390,7 @@ async def test_apiserver_and_etcd_restarts_mid_run(
         supervisor = None
         await replica.stop()
         await recorder.stop()
+        interrupted = interrupted_gangs([replica])
         print(
             f"\napiserver restarts: SIGKILL (down {times['downtime']:.1f}s): scheduler "
             f"{'kept running' if survived else 'restarted'}, new gangs bound "
@@ -382,9 +398,10 @@ async def test_apiserver_and_etcd_restarts_mid_run(
             f"(down {times2['downtime']:.1f}s): exit codes {replica.exit_codes}, new gangs bound "
             f"{recovery_etcd:.1f}s after ready; after the first restart: {rewatches} watches "
             f"re-established, {relists:.0f} relists; "
-            f"{summarize(workload, pods, recorder)}"
+            f"{summarize(workload, pods, recorder)}; "
+            f"{fault_summary(workload, recorder, interrupted)}"
         )
-        violations = recorder.violations() + final_state_violations(workload, pods)
+        violations = recorder.violations(interrupted) + final_state_violations(workload, pods)
         binds = bound_log_lines([replica])
         violations += [f"{p} bound more than once: {v}" for p, v in binds.items() if len(v) > 1]
         assert not violations, "\n".join(violations)
