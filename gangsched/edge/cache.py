@@ -290,10 +290,15 @@ class ClusterCache:
                 self.scheduler.queue.activate(self.scheduler.unit_key(stale))
             return None
         self._forgive("PodGroup", _key(obj))
+        # The model holds only what scheduling reads (spec, uid, creation): a status-only
+        # update, e.g. the one we write after each cycle, changes nothing. Requeueing on it
+        # made a preempting gang retry at once, before its victims were seen terminating,
+        # and preempt again (bench/README.md, workload (c)).
+        unchanged = self.cluster.groups.get(group.ref) == group
         self.cluster.upsert_group(group)
         if self.on_group_status is not None and group.ref.dialect is Dialect.UPSTREAM:
             self.on_group_status(group.ref, dict(obj.get("status") or {}))
-        if notify:
+        if notify and not unchanged:
             key = self.scheduler.unit_key(group.ref)
             self.scheduler.enqueue_pending(self.clock())
             self.scheduler.queue.activate(key)
