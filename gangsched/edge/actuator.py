@@ -252,6 +252,8 @@ class Actuator:
                     # (maybe already bound) were placed with.
                     self._bind_failed(bind, gang, error, retry_now=True)
                 return
+            if not self.may_write():
+                return  # leadership lost (we exit): the next leader reads the pod itself
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
