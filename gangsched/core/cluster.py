@@ -110,7 +110,8 @@ class ClusterState:
     def group_members(self, ref: GroupRef) -> list[Pod]:
         if ref.dialect is Dialect.LONE_POD:
             pod = self.pods.get(ref.key)
-            return [pod] if pod is not None else []
+            # A pod that has joined a group since is that group's member, not a lone pod.
+            return [pod] if pod is not None and pod.group is None else []
         return list(self.members.get(ref, {}).values())
 
     # ----------------------------------------------------------------------------- changes

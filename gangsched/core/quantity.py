@@ -62,14 +62,25 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return -number if match["sign"] == "-" else number
 
 
+#: Larger values could overflow int64 (the snapshot's type) once summed over a node's pods:
+#: 2**56 is 64 PiB of memory or 72 billion cores, far beyond any real node.
+MAX_VALUE = 2**56
+
+
 def to_milli(value: str | int | float) -> int:
     """Millicores (or milli-units), rounded up as the API server's MilliValue does."""
-    return math.ceil(parse_quantity(value) * 1000)
+    return _bounded(math.ceil(parse_quantity(value) * 1000), value)
 
 
 def to_units(value: str | int | float) -> int:
     """Whole units (bytes, pods, devices), rounded up as the API server's Value does."""
-    return math.ceil(parse_quantity(value))
+    return _bounded(math.ceil(parse_quantity(value)), value)
+
+
+def _bounded(result: int, value: str | int | float) -> int:
+    if abs(result) > MAX_VALUE:
+        raise QuantityError(f"{value!r} is too large (at most {MAX_VALUE} units or millicores)")
+    return result
 
 
 def format_milli(milli: int) -> str:

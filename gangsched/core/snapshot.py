@@ -214,9 +214,10 @@ class Snapshot:
         ]
         if not rows:
             return None
+        vectors = [(res.node, self.vector(res.pod)) for res in rows]  # may add columns
         extra = np.zeros_like(self.requested)
-        for res in rows:
-            extra[res.node] += self.vector(res.pod)
+        for node, vector in vectors:
+            extra[node] += vector
         return extra
 
     # ------------------------------------------------------------------- assume / rollback
@@ -285,11 +286,13 @@ class Snapshot:
         pods = self.node_pods[node]
         if pod.key in pods:
             raise ValueError(f"pod {pod.key} is already on node {self.nodes[node].name}")
-        self.requested[node] += self.vector(pod)
+        vector = self.vector(pod)  # first: it may widen `requested` by a new resource column
+        self.requested[node] += vector
         self.show(pod, node)
 
     def _unplace(self, pod: Pod, node: int) -> None:
-        self.requested[node] -= self.vector(pod)
+        vector = self.vector(pod)
+        self.requested[node] -= vector
         self.hide(pod, node)
 
     def show(self, pod: Pod, node: int) -> None:

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gangsched.core.quantity import (
+    MAX_VALUE,
     QuantityError,
     format_bytes,
     format_milli,
@@ -134,9 +135,15 @@ def test_milli_round_trip(milli: int) -> None:
     assert to_milli(f"{milli}m") == milli
 
 
-@given(st.integers(min_value=0, max_value=2**62))
+@given(st.integers(min_value=0, max_value=MAX_VALUE))
 def test_bytes_round_trip(value: int) -> None:
     assert to_units(format_bytes(value)) == value
+
+
+@pytest.mark.parametrize("text", ["9e15", "65Pi", "1E", str(2**57)])
+def test_values_that_could_overflow_a_node_sum_are_rejected(text: str) -> None:
+    with pytest.raises(QuantityError, match="too large"):
+        to_milli(text) if text == "9e15" else to_units(text)
 
 
 @given(
