@@ -146,7 +146,7 @@ async def test_a_missing_permission_is_reported_clearly(
         )
         await eventually(
             lambda: missing_permission_logged(replica, case),
-            timeout=60,
+            timeout=150,  # start-up, sync, leader election and a first cycle on a loaded machine
             what=f"an error log naming {case.verb} {case.logged_resource}:\n{replica.tail()}",
         )
         detail: dict[str, Any] = {}
