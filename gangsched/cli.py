@@ -119,6 +119,9 @@ def _simulate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from gangsched.edge import slim_client
+
+    slim_client.install()  # before anything imports kubernetes-asyncio (kopf does)
     from gangsched.edge import app, logs
 
     try:

@@ -1,0 +1,86 @@
+"""Load kubernetes-asyncio without its ~1,000 generated API and model modules.
+
+gangsched uses kubernetes-asyncio for what it does well (kubeconfig and in-cluster
+configuration, TLS, token refresh, its aiohttp session) and speaks raw JSON through
+`ApiClient.call_api(..., _preload_content=False)`, so the generated `V1*` models and `*Api`
+classes are never used. Importing them anyway costs about 60 MiB of resident memory, more
+than half of an idle scheduler (kopf imports `kubernetes_asyncio.client` on its own too, to
+recognise model objects we never hand it), and some seconds of start-up on a cold disk.
+
+`install()` registers the packages `kubernetes_asyncio`, `kubernetes_asyncio.client` and
+`kubernetes_asyncio.client.models` as empty shells whose `__path__` is the installed one,
+so the modules we do use (`client.configuration`, `client.api_client`, `client.rest`,
+`client.exceptions`, the whole `config` package) load from disk unchanged. Any other name
+looked up on the shells raises AttributeError (an ImportError for `from ... import`), which
+kopf already treats as "kubernetes-asyncio models not installed".
+
+Only `gangsched run` calls it, before anything imports kubernetes-asyncio; a process that
+already has the full client (tests, a REPL) keeps it. If the installed layout ever stops
+matching, the shells are removed and the ordinary import is used: a larger process, never
+a broken one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+_SHELLS = ("kubernetes_asyncio", "kubernetes_asyncio.client", "kubernetes_asyncio.client.models")
+#: The real modules the shells must expose, each as the attribute other modules import.
+_NEEDED = {
+    "kubernetes_asyncio.client": {
+        "Configuration": "kubernetes_asyncio.client.configuration",
+        "ApiClient": "kubernetes_asyncio.client.api_client",
+    },
+}
+
+
+class _Shell(ModuleType):
+    """A package with a real `__path__` and only the attributes set on it explicitly."""
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"{self.__name__}.{name} is not loaded: gangsched runs kubernetes-asyncio "
+            "without its generated models and API classes (gangsched/edge/slim_client.py)"
+        )
+
+
+def install() -> bool:
+    """Make later imports of kubernetes-asyncio slim; True if they now are."""
+    if "kubernetes_asyncio" in sys.modules:
+        return isinstance(sys.modules["kubernetes_asyncio"], _Shell)
+    spec = importlib.util.find_spec("kubernetes_asyncio")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    root = Path(next(iter(spec.submodule_search_locations)))
+    try:
+        for name in _SHELLS:
+            shell = _Shell(name)
+            shell.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
+            shell.__package__ = name
+            sys.modules[name] = shell
+            parent, _, child = name.rpartition(".")
+            if parent:
+                setattr(sys.modules[parent], child, shell)
+        for package, attributes in _NEEDED.items():
+            for attribute, module in attributes.items():
+                setattr(
+                    sys.modules[package],
+                    attribute,
+                    getattr(importlib.import_module(module), attribute),
+                )
+        importlib.import_module("kubernetes_asyncio.config")
+    except Exception:  # any surprise means: use the ordinary, full import
+        for name in [
+            n
+            for n in sys.modules
+            if n == "kubernetes_asyncio" or n.startswith("kubernetes_asyncio.")
+        ]:
+            del sys.modules[name]
+        return False
+    return True

@@ -1,0 +1,89 @@
+"""kubernetes-asyncio without its generated modules: still configures, connects and lets kopf
+load; in a fresh interpreter, since the test process already holds the full client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+_PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from gangsched.edge import slim_client
+    slim = slim_client.install()
+    import kopf  # imports kubernetes_asyncio.client itself, looking for models
+    from gangsched.edge.kube import Kube
+
+    async def main():
+        kube = await Kube.connect(sys.argv[1])
+        host = kube.api.configuration.host
+        token = kube.api.configuration.api_key.get("BearerToken", "")
+        await kube.close()
+        return host, token
+
+    host, token = asyncio.run(main())
+    loaded = sorted(n for n in sys.modules if n.startswith("kubernetes_asyncio.client."))
+    try:
+        from kubernetes_asyncio.client import V1Pod
+        missing = ""
+    except ImportError as exc:
+        missing = str(exc)
+    print(json.dumps({"slim": slim, "host": host, "token": token, "loaded": loaded,
+                      "missing": missing, "second": slim_client.install()}))
+    """
+)
+
+
+def _probe(tmp_path: Path, *args: str) -> dict[str, object]:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "s3cret"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, *args, "-c", _PROBE, str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_slim_client_configures_a_session_without_generated_modules(tmp_path: Path) -> None:
+    result = _probe(tmp_path)
+    assert result["slim"] is True
+    assert result["second"] is True
+    assert result["host"] == "https://127.0.0.1:1"
+    assert result["token"] == "Bearer s3cret"
+    loaded = result["loaded"]
+    assert isinstance(loaded, list)
+    assert "kubernetes_asyncio.client.api_client" in loaded
+    assert not [
+        n
+        for n in loaded
+        if n.startswith(("kubernetes_asyncio.client.models.", "kubernetes_asyncio.client.api."))
+    ]
+    assert "V1Pod" in str(result["missing"])
+
+
+def test_a_process_holding_the_full_client_keeps_it() -> None:
+    import kubernetes_asyncio.client
+
+    from gangsched.edge import slim_client
+
+    assert slim_client.install() is False
+    assert hasattr(kubernetes_asyncio.client, "CoreV1Api")
