@@ -80,6 +80,7 @@ class Actuator:
     _latest_condition: dict[str, SetCondition] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _bind_slots: asyncio.Semaphore | None = None
+    _eviction_slots: asyncio.Semaphore | None = None
 
     def apply(self, report: CycleReport) -> None:
         """Start carrying out a report's decisions; returns at once (work runs as tasks)."""
@@ -112,6 +113,9 @@ class Actuator:
                 self.changed_groups.add(decision.group)
                 self.outcome_changed.set()
         for steps in victims.values():
+            for step in steps:
+                if isinstance(step, Evict):
+                    self.cache.evict(step.pod, step.uid)
             self._spawn(self._preempt(steps))
 
     def apply_nomination(self, nominate: Nominate) -> None:
@@ -358,13 +362,30 @@ class Actuator:
 
     # ---------------------------------------------------------------------------- preemption
     async def _preempt(self, steps: list[Decision]) -> None:
+        evict = next((step for step in steps if isinstance(step, Evict)), None)
+        if self._eviction_slots is None:
+            # As many victims in flight as binds: a gang preempting 1,000 pods would otherwise
+            # queue 3,000 requests at once behind the connection pool (memory, not speed).
+            self._eviction_slots = asyncio.Semaphore(self.bind_concurrency)
+        done = False
+        try:
+            async with self._eviction_slots:
+                done = await self._preempt_steps(steps)
+        finally:
+            if not done and evict is not None:
+                # Left running (or unknown, the connection lost): chosen again if still
+                # needed; a second eviction of a pod already going is a harmless 404/409.
+                self.cache.eviction_failed(evict.pod, evict.uid)
+
+    async def _preempt_steps(self, steps: list[Decision]) -> bool:
+        """Condition, eviction, event, in order; False if the victim was left running."""
         if not self.may_write():
-            return
+            return False
         for step in steps:
             try:
                 if isinstance(step, SetCondition):
                     if not await self._patch_condition(step):
-                        return  # no eviction without the condition saying why
+                        return False  # no eviction without the condition saying why
                 elif isinstance(step, Evict):
                     await self.kube.delete(
                         pod_path(step.pod),
@@ -379,10 +400,11 @@ class Actuator:
                     await self._event(step)
             except KubeError as exc:
                 if exc.not_found or exc.conflict:
-                    return  # already gone or replaced: nothing left to preempt
+                    return True  # already gone or replaced: nothing left to preempt
                 self.metrics.api_errors.labels("preempt", str(exc.status)).inc()
                 log.warning("preemption step failed", step=type(step).__name__, error=str(exc))
-                return
+                return isinstance(step, Event)
+        return True
 
     # -------------------------------------------------------------------------------- events
     async def _event(self, event: Event, regarding: ObjectRef | None = None) -> None:

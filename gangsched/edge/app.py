@@ -76,7 +76,8 @@ def build_registry(
         settings.posting.enabled = False  # our events go through the deduplicating recorder
         settings.peering.standalone = True
         settings.watching.server_timeout = 300
-        kube = await Kube.connect(kubeconfig)
+        # Binds (or victims) in flight, plus the informers' watches and the other writes.
+        kube = await Kube.connect(kubeconfig, connections=config.bindConcurrency + 16)
         preemptor = None
         if config.preemption.enabled:
             from gangsched.core.preemption import build_preemptor

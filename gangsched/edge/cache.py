@@ -8,6 +8,8 @@ PriorityClass or PDB changed.
 
 Placements the scheduler decided are "assumed" until the watch shows the pod bound, so an
 older event that still shows the pod pending cannot free its capacity for another gang.
+Likewise victims whose eviction is in flight count as terminating at once: a gang retried
+before the watch shows them going waits for them instead of preempting them a second time.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class ClusterCache:
     assumed: dict[str, str] = field(default_factory=dict)
     #: Pod key -> nominated node (None: cleared) decided but not yet observed.
     nominations: dict[str, str | None] = field(default_factory=dict)
+    #: Pod key -> uid of victims being evicted, not yet seen terminating.
+    evicting: dict[str, str] = field(default_factory=dict)
     #: Raw PDBs, kept to recompute disruptionsAllowed when the API server reports none.
     raw_budgets: dict[str, JSON] = field(default_factory=dict)
     #: Objects we could not read, with the problem (reported on the object by the edge).
@@ -145,6 +149,11 @@ class ClusterCache:
                 del self.nominations[key]  # written (or moot: bound, deleted)
             else:
                 pod.nominated_node_name = wanted  # the status write is still in flight
+        if key in self.evicting:
+            if pod.terminating or pod.uid != self.evicting[key]:
+                del self.evicting[key]  # the deletion landed (or another pod took the name)
+            else:
+                pod.terminating = True  # the eviction is in flight
         assumed = self.assumed.get(key)
         if assumed is not None:
             if pod.node_name is None and not pod.terminating:
@@ -191,7 +200,25 @@ class ClusterCache:
         self.nominations[key] = node
         self.cluster.nominate(pod, node)
 
+    def evict(self, key: str, uid: str) -> None:
+        """A victim chosen now (its eviction is sent a moment later): terminating at once."""
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.uid != uid or pod.terminating:
+            return
+        self.evicting[key] = uid
+        pod.terminating = True
+
+    def eviction_failed(self, key: str, uid: str) -> None:
+        """The eviction was not carried out: the victim counts as running again."""
+        if self.evicting.pop(key, None) != uid:
+            return
+        pod = self.cluster.pods.get(key)
+        if pod is not None and pod.uid == uid:
+            pod.terminating = False
+            self._changed()
+
     def _forget_pod(self, key: str) -> None:
+        self.evicting.pop(key, None)
         self.assumed.pop(key, None)
         self.nominations.pop(key, None)
         self._fingerprints.pop(key, None)

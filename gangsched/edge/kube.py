@@ -9,6 +9,7 @@ can report API requests per bound pod.
 
 from __future__ import annotations
 
+import asyncio.sslproto
 import json
 import time
 from collections import Counter
@@ -64,8 +65,13 @@ class Kube:
     _forbidden_logged: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @classmethod
-    async def connect(cls, kubeconfig: str | None = None, *, qps_hint: int = 0) -> Kube:
-        """From a kubeconfig path, else $KUBECONFIG / ~/.kube/config, else in-cluster."""
+    async def connect(cls, kubeconfig: str | None = None, *, connections: int = 32) -> Kube:
+        """From a kubeconfig path, else $KUBECONFIG / ~/.kube/config, else in-cluster.
+
+        `connections` caps the HTTP/1.1 connections (one per request in flight, each watch
+        holds one): every TLS connection costs 256 KiB of read buffer in asyncio, so a pool
+        sized to the writes we run in parallel saves memory and loses no speed.
+        """
         configuration = client.Configuration()
         if kubeconfig is None:
             try:
@@ -76,7 +82,8 @@ class Kube:
             await config.load_kube_config(
                 config_file=kubeconfig, client_configuration=configuration
             )
-        configuration.connection_pool_maxsize = max(qps_hint, 64)
+        configuration.connection_pool_maxsize = max(connections, 16)
+        _small_tls_read_buffers()
         if not configuration.proxy:
             configuration.proxy, configuration.proxy_headers = _env_proxy(configuration.host)
         api = client.ApiClient(configuration)
@@ -189,6 +196,20 @@ class Kube:
                     message=error.message,
                 )
         return error
+
+
+#: Bytes asyncio reads from a TLS socket at once: four TLS records (16 KiB each at most).
+TLS_READ_BUFFER = 64 * 1024
+
+
+def _small_tls_read_buffers() -> None:
+    """asyncio gives every TLS connection a 256 KiB read buffer up front (CPython issue
+    109534); with one HTTP/1.1 connection per request in flight, that was 17 MiB of a
+    preempting scheduler's peak (tracemalloc, bench/README.md). A TLS record carries 16 KiB
+    at most, so reading 64 KiB at a time loses nothing."""
+    protocol: Any = asyncio.sslproto.SSLProtocol
+    if getattr(protocol, "max_size", 0) > TLS_READ_BUFFER:
+        protocol.max_size = TLS_READ_BUFFER
 
 
 def _env_proxy(host: str | None) -> tuple[str | None, dict[str, str] | None]:
