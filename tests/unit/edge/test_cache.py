@@ -157,3 +157,51 @@ def test_pdb_without_status_gets_computed_disruptions() -> None:
         ]
     )
     assert scheduler.cluster.budgets["default/db"].disruptions_allowed == 1
+
+
+def _preempting() -> tuple[ClusterCache, Scheduler]:
+    from gangsched.core.preemption import build_preemptor
+
+    scheduler = Scheduler(ClusterState(scheduler_name="gangsched"), preemptor=build_preemptor())
+    cache = ClusterCache(scheduler, clock=lambda: 0.0)
+    cache.nodes().replace([raw_node("n1", cpu="4")])
+    low = raw_pod("low", cpu="4", node="n1")
+    high = raw_pod("high", cpu="4")
+    high["spec"]["priority"] = 1000
+    cache.pods().replace([low, high])
+    return cache, scheduler
+
+
+def _evictions(scheduler: Scheduler) -> list[str]:
+    from gangsched.core.decisions import Evict
+
+    scheduler.queue.activate(scheduler.cluster.group_of(scheduler.cluster.pods["default/high"]))
+    report = scheduler.step(1000.0)
+    assert report is not None
+    return [d.pod for d in report.decisions if isinstance(d, Evict)]
+
+
+def test_a_victim_being_evicted_is_not_preempted_again_before_the_watch_shows_it() -> None:
+    cache, scheduler = _preempting()
+    assert _evictions(scheduler) == ["default/low"]
+    cache.evict("default/low", "u-low")  # what the actuator does as it sends the eviction
+    # The DisruptionTarget condition arrives first, still without a deletionTimestamp.
+    update = raw_pod("low", cpu="4", node="n1")
+    update["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
+    cache.pods().upsert(update)
+    assert scheduler.cluster.pods["default/low"].terminating
+    assert _evictions(scheduler) == []  # waits for its victim instead of evicting it twice
+    # Then the deletion lands: the overlay is no longer needed.
+    cache.pods().upsert(
+        raw_pod("low", cpu="4", node="n1", deletionTimestamp="2026-01-01T00:00:00Z")
+    )
+    assert "default/low" not in cache.evicting
+
+
+def test_a_failed_eviction_makes_the_victim_eligible_again() -> None:
+    cache, scheduler = _preempting()
+    assert _evictions(scheduler) == ["default/low"]
+    cache.evict("default/low", "u-low")
+    cache.eviction_failed("default/low", "u-low")
+    assert not scheduler.cluster.pods["default/low"].terminating
+    assert _evictions(scheduler) == ["default/low"]
