@@ -267,7 +267,13 @@ async def test_restart_mid_gang_finishes_it_from_the_api_server(
 
         nodes = await eventually(whole, timeout=60, what="the gang to be whole")
         assert nodes["train-0"] == nodes["train-1"] == n0, "bound members stay where they are"
-        binds = bound_log_lines([replica])
+
+        def logged() -> dict[str, list[tuple[str, int, str]]] | None:
+            # The API server shows a bind before the scheduler has read its answer and logged it.
+            binds = bound_log_lines([replica])
+            return binds if len(binds) >= 2 else None
+
+        binds = await eventually(logged, timeout=30, what="both binds logged")
         assert sorted(binds) == [f"{workload.ns}/train-2", f"{workload.ns}/train-3"], binds
         assert {lines[0][2] for lines in binds.values()} <= {n0, n1}
         assert replica.metric("gangsched_binding_errors_total") == 0
