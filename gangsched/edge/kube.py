@@ -12,7 +12,6 @@ counted per verb so benchmarks can report API requests per bound pod.
 from __future__ import annotations
 
 import asyncio.sslproto
-import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -265,7 +264,7 @@ def rbac_verb(method: str, path: str, query: Mapping[str, Any] | None = None) ->
 def _error(status: int, raw: bytes) -> KubeError:
     reason, message = "", raw.decode("utf-8", "replace")[:500]
     try:
-        body = json.loads(raw)
+        body = orjson.loads(raw)
         if isinstance(body, dict):
             reason = str(body.get("reason", ""))
             message = str(body.get("message", message))
