@@ -8,10 +8,8 @@ from the shipped ClusterRole fails these tests instead of hiding behind cluster-
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import REPO_ROOT, Cluster, free_ports
+from .processes import terminate, wait_ready
 
 
 @dataclass
@@ -97,29 +96,14 @@ def start(cluster: Cluster, workdir: Path, *, name: str = "gangsched-e2e") -> Ga
         cwd=REPO_ROOT,
     )
     running = Gangsched(process, log, f"http://127.0.0.1:{metrics_port}", kubeconfig)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        running.assert_alive()
-        try:
-            with urllib.request.urlopen(f"{running.metrics_url}/readyz", timeout=2) as r:
-                if r.status == 200:
-                    return running
-        except OSError:
-            pass
-        time.sleep(0.3)
+    if wait_ready(f"{running.metrics_url}/readyz", alive=running.assert_alive, timeout=90):
+        return running
     stop(running)
     pytest.fail(f"gangsched did not become ready within 90s:\n{running.log_tail()}")
 
 
 def stop(running: Gangsched) -> int | None:
-    if running.process.poll() is None:
-        running.process.send_signal(signal.SIGTERM)
-        try:
-            running.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            running.process.kill()
-            running.process.wait(timeout=10)
-    return running.process.returncode
+    return terminate(running.process)
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,6 +23,7 @@ import pytest
 import yaml
 
 from .conftest import free_ports
+from .processes import terminate, wait_ready
 
 INSTALL_HINT = (
     "install Debian's prometheus package (`apt-get install -y prometheus`; bash .ci/run does it)"
@@ -134,29 +133,14 @@ def start(
         cwd=workdir,
     )
     running = Prometheus(process, f"http://127.0.0.1:{port}", workdir, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        running.assert_alive()
-        try:
-            with urllib.request.urlopen(f"{running.url}/-/ready", timeout=2) as r:
-                if r.status == 200:
-                    return running
-        except OSError:
-            pass
-        time.sleep(0.3)
+    if wait_ready(f"{running.url}/-/ready", alive=running.assert_alive, timeout=timeout):
+        return running
     stop(running)
     pytest.fail(f"prometheus was not ready within {timeout:.0f}s:\n{running.log_tail()}")
 
 
 def stop(running: Prometheus) -> int | None:
-    if running.process.poll() is None:
-        running.process.send_signal(signal.SIGTERM)
-        try:
-            running.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            running.process.kill()
-            running.process.wait(timeout=10)
-    return running.process.returncode
+    return terminate(running.process)
 
 
 def promtool_check_rules(*paths: Path) -> subprocess.CompletedProcess[str]:
