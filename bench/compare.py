@@ -923,6 +923,8 @@ async def run_one(
             await kube.close()
             if not opts.keep:
                 stop_cluster(env.cluster)
+            else:
+                announce_kept(env.cluster)
 
 
 async def cleanup_gangs(kube: Kube) -> None:
@@ -1283,6 +1285,16 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return document
 
 
+def announce_kept(cluster: Cluster) -> None:
+    """--keep leaves the control plane running (its logs and objects stay inspectable); say
+    how to stop it, since kept clusters keep loading the machine for the runs after them."""
+    print(
+        f"[compare] kept running: {cluster.dir} "
+        f"(stop: CLUSTER_DIR={cluster.dir} hack/cluster-down.sh)",
+        file=sys.stderr,
+    )
+
+
 def stop_cluster(cluster: Cluster) -> None:
     cluster.stop()
     shutil.rmtree(cluster.dir, ignore_errors=True)  # our run directories (logs, kubeconfigs)
@@ -1294,6 +1306,8 @@ async def close_shared(shared: dict[str, Any], opts: Options) -> None:
         await kube.close()
         if not opts.keep:
             stop_cluster(env.cluster)
+        else:
+            announce_kept(env.cluster)
 
 
 def render(args: argparse.Namespace) -> None:
@@ -1326,7 +1340,11 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=Path, help="py-spy raw profiles of gangsched into this directory"
     )
-    parser.add_argument("--keep", action="store_true", help="keep each run's cluster (logs)")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave each run's control plane running (logs, objects); stop it as printed",
+    )
     parser.add_argument("--json", default=str(RESULTS / "compare.json"))
     parser.add_argument("--markdown", default=str(RESULTS / "compare.md"))
     parser.add_argument("--plot", default=str(RESULTS / "compare.png"))
