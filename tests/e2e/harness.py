@@ -319,17 +319,7 @@ class Workload:
         return self.id
 
     async def setup(self, priority_classes: dict[str, int]) -> None:
-        await self.kube.create("/api/v1/namespaces", {"metadata": {"name": self.ns}})
-        for name, value in priority_classes.items():
-            await self.kube.apply(
-                {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                    "preemptionPolicy": "PreemptLowerPriority",
-                }
-            )
+        await self.kube.create_namespace(self.ns, priority_classes)
 
     async def add_nodes(self, count: int) -> list[str]:
         names = [f"{self.id}-n{len(self.nodes) + i}" for i in range(count)]

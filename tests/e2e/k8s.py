@@ -325,6 +325,20 @@ class Kube:
     async def apply_all(self, objs: Iterable[Mapping[str, Any]], **kwargs: Any) -> list[JSON]:
         return [await self.apply(o, **kwargs) for o in objs]
 
+    async def create_namespace(self, name: str, priority_classes: Mapping[str, int]) -> None:
+        """A test's namespace and the PriorityClasses (name -> value) its pods use."""
+        await self.create("/api/v1/namespaces", {"metadata": {"name": name}})
+        for class_name, value in priority_classes.items():
+            await self.apply(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": class_name},
+                    "value": value,
+                    "preemptionPolicy": "PreemptLowerPriority",
+                }
+            )
+
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> Any:
         """Bind a pod to a node through ``pods/binding`` (what a scheduler does)."""
         metadata: JSON = {"name": name, "namespace": namespace}

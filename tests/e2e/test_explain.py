@@ -90,16 +90,7 @@ class Scene:
         )
 
     async def start(self) -> None:
-        await self.kube.create("/api/v1/namespaces", {"metadata": {"name": self.ns}})
-        for name, value in ((HIGH, 1_000_000), (LOW, 1_000)):
-            await self.kube.apply(
-                {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                }
-            )
+        await self.kube.create_namespace(self.ns, {HIGH: 1_000_000, LOW: 1_000})
         for name in self.nodes:
             await self.kube.create(
                 "/api/v1/nodes", fake_node(name, cpu="4", labels={"e2e-test": self.id})

@@ -36,17 +36,7 @@ class Env:
         self.nodes: list[str] = []
 
     async def setup(self) -> None:
-        await self.kube.create("/api/v1/namespaces", {"metadata": {"name": self.ns}})
-        for name, value in ((HIGH, 1_000_000), (LOW, 1_000)):
-            await self.kube.apply(
-                {
-                    "apiVersion": "scheduling.k8s.io/v1",
-                    "kind": "PriorityClass",
-                    "metadata": {"name": name},
-                    "value": value,
-                    "preemptionPolicy": "PreemptLowerPriority",
-                }
-            )
+        await self.kube.create_namespace(self.ns, {HIGH: 1_000_000, LOW: 1_000})
 
     async def add_nodes(self, count: int, cpu: str = "4") -> list[str]:
         names = [f"{self.id}-n{len(self.nodes) + i}" for i in range(count)]
