@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the control-plane binaries gangsched's e2e tests, demo and benchmarks run against:
-#   kube-apiserver, kube-scheduler, kubectl (k8s.io/kubernetes @ K8S_VERSION)
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (k8s.io/kubernetes @ K8S_VERSION)
 #   etcd (go.etcd.io/etcd/server/v3 @ ETCD_VERSION), kwok (sigs.k8s.io/kwok @ KWOK_VERSION)
 # from Go modules (no Docker, no binary downloads). Versions come from hack/k8s/versions.env.
 #
@@ -23,7 +23,7 @@ CACHE_ROOT="${GANGSCHED_K8S_CACHE:-${HOME:?HOME is not set}/.cache/gangsched}"
 OUT_DIR="$CACHE_ROOT/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}"
 BIN_DIR="$OUT_DIR/bin"
 STAGE_DIR="$OUT_DIR/kwok-stages"
-BINARIES=(kube-apiserver kube-scheduler kubectl etcd kwok)
+BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
 # kwok stage files (paths inside the sigs.k8s.io/kwok module).
 KWOK_STAGES=(
   kustomize/stage/node/fast/node-initialize.yaml
@@ -100,9 +100,10 @@ PARALLEL="${BUILD_K8S_PARALLEL:-2}"
 GOFLAGS_BUILD=(-p "$PARALLEL" -trimpath)
 
 start=$SECONDS
-log "building kube-apiserver kube-scheduler kubectl ${K8S_VERSION} (go build -p ${PARALLEL}; a cold build takes a while on 2 cores)..."
+log "building kube-apiserver kube-controller-manager kube-scheduler kubectl ${K8S_VERSION} (go build -p ${PARALLEL}; a cold build takes a while on 2 cores)..."
 (cd "$MOD_DIR" && "$GO" build "${GOFLAGS_BUILD[@]}" -mod=readonly -ldflags "$K8S_LDFLAGS" -o "$TMP_DIR/bin/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl) \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl) \
   || die "go build of k8s.io/kubernetes ${K8S_VERSION} commands failed (see above)"
 log "  done after $((SECONDS - start))s; building etcd ${ETCD_VERSION}..."
 (cd "$MOD_DIR" && "$GO" build "${GOFLAGS_BUILD[@]}" -mod=readonly -ldflags "-s -w" -o "$TMP_DIR/bin/etcd" go.etcd.io/etcd/server/v3) \
