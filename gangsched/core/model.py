@@ -214,6 +214,8 @@ class PodGroup:
     gang_group: tuple[GroupRef, ...] = ()
     created: float = 0.0
     uid: str = ""
+    #: metadata.generation: status conditions carry it as observedGeneration.
+    generation: int = 0
 
     @property
     def key(self) -> str:

@@ -21,8 +21,11 @@ from gangsched.core.model import Dialect, DisruptionMode, GroupRef, PodGroup, Pr
 _CRD_DISRUPTION_MODES = {"Single": DisruptionMode.SINGLE, "All": DisruptionMode.ALL}
 #: v1alpha2 (Kubernetes 1.36) spelled the modes as strings.
 _V1ALPHA2_DISRUPTION_MODES = {"Pod": DisruptionMode.SINGLE, "PodGroup": DisruptionMode.ALL}
-#: v1alpha3 (1.37) made it a union of empty structs.
+#: v1alpha3 and v1beta1 (1.37) made it a union of empty structs.
 _UNION_DISRUPTION_MODES = {"single": DisruptionMode.SINGLE, "all": DisruptionMode.ALL}
+#: The scheduling.k8s.io versions that ever served PodGroups: v1alpha2 (1.36 only), v1alpha3 and
+#: v1beta1 (1.37+, the same shape; v1beta1 is the storage version and what kube-scheduler reads).
+UPSTREAM_POD_GROUP_VERSIONS = ("v1beta1", "v1alpha3", "v1alpha2")
 
 
 def pod_group_from_raw(
@@ -45,9 +48,17 @@ def pod_group_from_raw(
         uid=r.string(r.metadata.get("uid"), "metadata.uid"),
         created=r.timestamp(r.metadata.get("creationTimestamp"), "metadata.creationTimestamp")
         or 0.0,
+        generation=r.integer(r.metadata.get("generation"), "metadata.generation", minimum=0) or 0,
     )
     if dialect is Dialect.UPSTREAM:
-        _read_upstream(r, spec, group, priorities)
+        version = str(api_version).rpartition("/")[2]
+        if version not in UPSTREAM_POD_GROUP_VERSIONS:
+            r.add(
+                "apiVersion",
+                f"{show(api_version)} does not serve PodGroups; use scheduling.k8s.io/v1beta1 "
+                "(Kubernetes 1.37+), v1alpha3 (1.37+) or v1alpha2 (1.36)",
+            )
+        _read_upstream(r, spec, group, priorities, version=version)
     else:
         _read_crd(r, spec, group, priorities, dialect=dialect)
     r.done()
@@ -136,9 +147,14 @@ def _read_gang_group(r: Reader, raw: str, own: GroupRef) -> tuple[GroupRef, ...]
 
 
 def _read_upstream(
-    r: Reader, spec: Mapping[str, Any], group: PodGroup, priorities: PriorityResolver
+    r: Reader,
+    spec: Mapping[str, Any],
+    group: PodGroup,
+    priorities: PriorityResolver,
+    *,
+    version: str,
 ) -> None:
-    """scheduling.k8s.io PodGroup, v1alpha2 (Kubernetes 1.36) and v1alpha3 (1.37)."""
+    """scheduling.k8s.io PodGroup: v1beta1 and v1alpha3 (Kubernetes 1.37+), v1alpha2 (1.36)."""
     policy_field = "spec.schedulingPolicy"
     if spec.get("schedulingPolicy") is None:
         r.add(policy_field, "is required (basic: {} or gang: {minCount: N})")
@@ -157,7 +173,9 @@ def _read_upstream(
         group.min_member = min_count or 1
     elif not has_basic and spec.get("schedulingPolicy") is not None:
         r.add(policy_field, "must set one of basic and gang")
-    group.disruption_mode = _read_upstream_disruption_mode(r, spec.get("disruptionMode"))
+    group.disruption_mode = _read_upstream_disruption_mode(
+        r, spec.get("disruptionMode"), v1alpha2=version == "v1alpha2"
+    )
 
     class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
     explicit = r.integer(
@@ -182,27 +200,29 @@ def _read_upstream(
     )
 
 
-def _read_upstream_disruption_mode(r: Reader, raw: Any) -> DisruptionMode:
+def _read_upstream_disruption_mode(r: Reader, raw: Any, *, v1alpha2: bool) -> DisruptionMode:
+    """v1alpha2 spelled the mode as a string; v1alpha3 and v1beta1 as a union of empty structs
+    with exactly one member set (the API server's declarative validation refuses `{}`)."""
     field = "spec.disruptionMode"
     if raw is None:
         return DisruptionMode.SINGLE
-    if isinstance(raw, str):
-        if raw in _V1ALPHA2_DISRUPTION_MODES:
+    if v1alpha2:
+        if isinstance(raw, str) and raw in _V1ALPHA2_DISRUPTION_MODES:
             return _V1ALPHA2_DISRUPTION_MODES[raw]
+        r.add(field, f"unknown disruptionMode {show(raw)}; v1alpha2 uses Pod or PodGroup")
+        return DisruptionMode.SINGLE
+    hint = "set exactly one of single: {} or all: {}"
+    if not isinstance(raw, Mapping):
+        extra = " (the v1alpha2 strings Pod and PodGroup are gone since v1alpha3)"
         r.add(
             field,
-            f"unknown disruptionMode {show(raw)}; use {{single: {{}}}} or {{all: {{}}}} "
-            "(v1alpha2: Pod or PodGroup)",
+            f"unknown disruptionMode {show(raw)}; {hint}{extra if isinstance(raw, str) else ''}",
         )
         return DisruptionMode.SINGLE
-    body = r.mapping(raw, field)
-    chosen = [key for key in body if body.get(key) is not None]
-    unknown = [key for key in chosen if key not in _UNION_DISRUPTION_MODES]
-    if unknown or len(chosen) > 1:
-        r.add(
-            field,
-            f"unknown disruptionMode {show(dict(body))}; "
-            "set exactly one of single: {} or all: {}",
-        )
+    chosen = [key for key in raw if raw.get(key) is not None]
+    if len(chosen) != 1 or chosen[0] not in _UNION_DISRUPTION_MODES:
+        r.add(field, f"unknown disruptionMode {show(dict(raw))}; {hint}")
         return DisruptionMode.SINGLE
-    return _UNION_DISRUPTION_MODES[chosen[0]] if chosen else DisruptionMode.SINGLE
+    member = chosen[0]
+    r.mapping(raw.get(member), child(field, member))  # {single: {}}: an empty struct
+    return _UNION_DISRUPTION_MODES[member]

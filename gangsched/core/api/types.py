@@ -252,25 +252,26 @@ class RawPodGroupSchedulingPolicy(TypedDict, total=False):
 
 
 class RawDisruptionModeObject(TypedDict, total=False):
-    """v1alpha3 (1.37) union; exactly one member is set."""
+    """v1alpha3 / v1beta1 (1.37) union; exactly one member is set."""
 
     single: dict[str, Any]
     all: dict[str, Any]
 
 
 class RawUpstreamPodGroupSpec(TypedDict, total=False):
-    """scheduling.k8s.io PodGroup: v1alpha2 (Kubernetes 1.36) and v1alpha3 (1.37)."""
+    """scheduling.k8s.io PodGroup: v1beta1 and v1alpha3 (Kubernetes 1.37+, one shape), v1alpha2
+    (1.36 only)."""
 
     schedulingPolicy: RawPodGroupSchedulingPolicy
-    #: v1alpha3: {"single": {}} | {"all": {}}; v1alpha2: "Pod" | "PodGroup".
+    #: v1beta1/v1alpha3: {"single": {}} | {"all": {}}; v1alpha2: "Pod" | "PodGroup".
     disruptionMode: RawDisruptionModeObject | str
     priorityClassName: str
     priority: int
-    #: v1alpha3 only (feature gate PodGroupPreemptionPolicy).
+    #: 1.37+ (feature gate PodGroupPreemptionPolicy).
     preemptionPolicy: str
     podGroupTemplateRef: dict[str, Any]  # v1alpha2
-    workloadRef: dict[str, Any]  # v1alpha3
-    parentCompositePodGroupName: str  # v1alpha3
+    workloadRef: dict[str, Any]  # 1.37+
+    parentCompositePodGroupName: str  # 1.37+ (feature gate CompositePodGroup)
 
 
 class RawUpstreamPodGroup(RawObject, total=False):

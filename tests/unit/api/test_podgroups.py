@@ -230,6 +230,61 @@ def test_upstream_v1alpha2_string_disruption_mode() -> None:
     assert pod_group_from_raw(raw, priorities=CLASSES).disruption_mode is DisruptionMode.SINGLE
 
 
+def test_upstream_v1beta1_is_read_like_v1alpha3() -> None:
+    raw = upstream(
+        {"schedulingPolicy": {"gang": {"minCount": 3}}, "disruptionMode": {"all": {}}}, "v1beta1"
+    )
+    raw["metadata"]["generation"] = 4
+    group = pod_group_from_raw(raw, priorities=CLASSES)
+    assert (group.min_member, group.disruption_mode, group.generation) == (
+        3,
+        DisruptionMode.ALL,
+        4,
+    )
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1alpha3"])
+@pytest.mark.parametrize(
+    ("mode", "detail"),
+    [
+        ("PodGroup", " (the v1alpha2 strings Pod and PodGroup are gone since v1alpha3)"),
+        ("Pod", " (the v1alpha2 strings Pod and PodGroup are gone since v1alpha3)"),
+        ({}, ""),
+        ({"single": {}, "all": {}}, ""),
+        ({"single": None}, ""),
+    ],
+)
+def test_upstream_union_only_since_v1alpha3(version: str, mode: Any, detail: str) -> None:
+    raw = upstream({"schedulingPolicy": {"basic": {}}, "disruptionMode": mode}, version)
+    assert problems_of(raw) == [
+        f"PodGroup ml/train: spec.disruptionMode: unknown disruptionMode "
+        f"{json.dumps(mode)}; set exactly one of single: {{}} or all: {{}}{detail}"
+    ]
+
+
+def test_upstream_union_members_are_empty_structs() -> None:
+    raw = upstream({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": True}}, "v1beta1")
+    assert problems_of(raw) == [
+        "PodGroup ml/train: spec.disruptionMode.all: must be a mapping, got boolean"
+    ]
+
+
+def test_upstream_v1alpha2_takes_only_strings() -> None:
+    raw = upstream({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}, "v1alpha2")
+    assert problems_of(raw) == [
+        'PodGroup ml/train: spec.disruptionMode: unknown disruptionMode {"all": {}}; v1alpha2 '
+        "uses Pod or PodGroup"
+    ]
+
+
+def test_upstream_version_without_pod_groups() -> None:
+    raw = upstream({"schedulingPolicy": {"basic": {}}}, "v1")
+    assert problems_of(raw) == [
+        'PodGroup ml/train: apiVersion: "scheduling.k8s.io/v1" does not serve PodGroups; use '
+        "scheduling.k8s.io/v1beta1 (Kubernetes 1.37+), v1alpha3 (1.37+) or v1alpha2 (1.36)"
+    ]
+
+
 def test_upstream_priority_follows_admission() -> None:
     # No class: the global default, else zero; the preemption policy comes with the class.
     no_class = upstream({"schedulingPolicy": {"basic": {}}})
