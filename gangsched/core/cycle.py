@@ -24,6 +24,7 @@ from gangsched.core.model import GroupRef, Pod, PodGroup
 from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
+from gangsched.core.validation import validate_group
 
 
 @dataclass(slots=True)
@@ -91,34 +92,11 @@ def member_order(pods: Sequence[Pod]) -> list[Pod]:
 def validate(gang: Gang) -> str | None:
     """The consistency checks upstream runs before a group cycle; a message if they fail."""
     for part in gang.parts:
-        pods = part.pending + part.bound + part.foreign
-        if not pods:
-            continue
-        names = {p.scheduler_name for p in pods}
-        if len(names) > 1:
-            return (
-                f"all pods in a single pod group should have the same schedulerName, "
-                f"got {', '.join(sorted(names))}"
-            )
-        if part.group.priority is not None:
-            for pod in part.pending:
-                if pod.priority != part.group.priority:
-                    return (
-                        "all pods in a single pod group should have the same priority as the "
-                        f"pod group's priority, got {part.group.priority} and {pod.priority}"
-                    )
-        prios = sorted({p.priority for p in part.pending})
-        if len(prios) > 1:
-            return (
-                "all pods in a single pod group should have the same priority, "
-                f"got {prios[0]} and {prios[-1]}"
-            )
-        policies = sorted({p.preemption_policy for p in part.pending})
-        if len(policies) > 1:
-            return (
-                "all pods in a single pod group should have the same preemptionPolicy, "
-                f"got {policies[0]} and {policies[-1]}"
-            )
+        error = validate_group(
+            part.group, pending=part.pending, bound=part.bound, foreign=part.foreign
+        )
+        if error is not None:
+            return error
     return None
 
 

@@ -123,7 +123,7 @@ def test_group_priority_must_match_pods() -> None:
     assert report is not None and report.result == ERROR
     assert report.message == (
         "all pods in a single pod group should have the same priority as the pod group's "
-        "priority, got 7 and 5"
+        "priority, got 5 and 7"  # upstream order: the pod's, then the group's
     )
 
 
