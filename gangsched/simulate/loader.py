@@ -37,6 +37,9 @@ from gangsched.core.model import Pod, PriorityClass
 
 NAMESPACE, NODE, POD = "Namespace", "Node", "Pod"
 PRIORITY_CLASS, PDB, POD_GROUP = "PriorityClass", "PodDisruptionBudget", "PodGroup"
+#: scheduling.k8s.io Workloads are PodGroup templates for controllers (a Job creates its PodGroup
+#: from one); kube-scheduler never reads them, so neither does simulate, but dumps contain them.
+WORKLOAD = "Workload"
 
 #: (API group, kind) the loader understands. The core group must be version v1.
 _KNOWN: dict[tuple[str, str], str] = {
@@ -46,13 +49,15 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("scheduling.k8s.io", PRIORITY_CLASS): PRIORITY_CLASS,
     ("policy", PDB): PDB,
     **{(group, POD_GROUP): POD_GROUP for group in POD_GROUP_API_GROUPS},
+    ("scheduling.k8s.io", WORKLOAD): WORKLOAD,
 }
-_NAMESPACED = {POD, PDB, POD_GROUP}
+_NAMESPACED = {POD, PDB, POD_GROUP, WORKLOAD}
 #: Orders problems by file, then by position in the file; file-level errors sort last.
 _PER_FILE = 10**9
 _SUPPORTED = (
     "v1 Namespace, Node, Pod; scheduling.k8s.io PriorityClass; policy PodDisruptionBudget; "
-    "PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io"
+    "PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io; "
+    "scheduling.k8s.io Workload (read and ignored, as kube-scheduler does)"
 )
 
 
@@ -169,6 +174,9 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
             inventory.nodes.append(node_from_raw(doc.raw))
         except InvalidObject as error:
             problems.invalid(doc, error)
+    for doc in by_kind[WORKLOAD]:
+        if not doc.name:
+            problems.object(doc, "metadata.name", "is required")
     for doc in by_kind[POD_GROUP]:
         try:
             inventory.pod_groups.append(pod_group_from_raw(doc.raw, priorities=priorities))

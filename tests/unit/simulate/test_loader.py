@@ -219,7 +219,7 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
         metadata: {name: p}
         ---
         apiVersion: scheduling.k8s.io/v1alpha3
-        kind: Workload
+        kind: CompositePodGroup
         metadata: {name: w}
         ---
         kind: Node
@@ -232,15 +232,52 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
     supported = (
         "gangsched reads v1 Namespace, Node, Pod; scheduling.k8s.io PriorityClass; policy "
         "PodDisruptionBudget; PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io or "
-        "scheduling.k8s.io"
+        "scheduling.k8s.io; scheduling.k8s.io Workload (read and ignored, as kube-scheduler does)"
     )
     assert problems(path) == [
         f"{path}:1: Deployment prod/web: unsupported object apps/v1/Deployment; {supported}",
         f"{path}:5: Pod p: unsupported object v2/Pod; {supported}",
-        f"{path}:9: Workload w: unsupported object scheduling.k8s.io/v1alpha3/Workload; "
+        f"{path}:9: CompositePodGroup w: unsupported object "
+        "scheduling.k8s.io/v1alpha3/CompositePodGroup; "
         f"{supported}",
         f"{path}:13: Node n: apiVersion: is required",
         f"{path}:16: expected a Kubernetes object (a mapping), got list",
+    ]
+
+
+def test_workloads_are_read_and_ignored(tmp_path: Path) -> None:
+    # A 1.37 namespace dump: the Workload a Job created, its PodGroup and the pods.
+    path = write(
+        tmp_path,
+        NODE
+        + """\
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {name: job-1, namespace: ml}
+spec:
+  controllerRef: {apiGroup: batch, kind: Job, name: job-1}
+  podGroupTemplates:
+  - name: workers
+    schedulingPolicy: {gang: {minCount: 2}}
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: job-1-workers, namespace: ml}
+spec:
+  workloadRef: {workloadName: job-1, templateName: workers}
+  schedulingPolicy: {gang: {minCount: 2}}
+""",
+    )
+    inventory = load_manifests([path], scheduler_name=SCHEDULER)
+    assert [g.ref for g in inventory.pod_groups] == [
+        GroupRef(Dialect.UPSTREAM, "ml", "job-1-workers")
+    ]
+    nameless = write(
+        tmp_path, "apiVersion: scheduling.k8s.io/v1alpha3\nkind: Workload\nspec: {}\n", "w.yaml"
+    )
+    assert problems(nameless) == [
+        f"{nameless}:1: Workload default/<unnamed>: metadata.name: is required"
     ]
 
 
