@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tests.conformance.table import BEGIN, END, render
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.conformance.table import BEGIN, END, README, render
 
 
 def test_readme_table_matches_the_markers() -> None:
@@ -15,5 +11,5 @@ def test_readme_table_matches_the_markers() -> None:
     current = text[text.index(BEGIN) : text.index(END) + len(END)]
     assert current == render(), (
         "README.md's conformance table is stale; "
-        "replace it with the output of `.venv/bin/python -m tests.conformance.table`"
+        "regenerate it with `.venv/bin/python -m tests.conformance.table --write`"
     )
