@@ -86,12 +86,15 @@ class ClusterState:
             return PodGroup(ref=ref, min_member=1, created=pod.created)
         if ref.dialect is Dialect.KOORDINATOR:
             members = list(self.members.get(ref, {}).values())
-            sizes = [p.annotation_min_available for p in members if p.annotation_min_available]
             if not members:
                 return None
+            sizes = [p.annotation_min_available for p in members if p.annotation_min_available]
+            # Finished pods are no members (kube-scheduler's informer drops them): a gang
+            # sized by its pod count does not wait for pods that already ran.
+            live = [p for p in members if not p.is_finished]
             return PodGroup(
                 ref=ref,
-                min_member=max(sizes) if sizes else len(members),
+                min_member=max(sizes) if sizes else max(len(live), 1),
                 created=min(p.created for p in members),
             )
         return None

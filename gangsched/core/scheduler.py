@@ -128,11 +128,16 @@ class Scheduler:
             pending: list[Pod] = []
             foreign: list[Pod] = []
             for pod in self.cluster.group_members(ref):
+                if pod.is_finished or pod.terminating:
+                    # kube-scheduler never sees a Succeeded or Failed pod (its informer
+                    # filters them out): it counts for nothing toward minMember. The
+                    # PodGroup status still counts it as succeeded/failed (core/phase.py).
+                    continue
                 if self.cluster.is_pending(pod):
                     pending.append(pod)
-                elif pod.node_name is not None and not pod.terminating and pod.phase != "Failed":
+                elif pod.node_name is not None:
                     bound.append(pod)
-                elif pod.node_name is None and not pod.terminating and not pod.is_finished:
+                else:
                     foreign.append(pod)
             parts.append(GangMember(group=group, bound=bound, pending=pending, foreign=foreign))
         return Gang(key=key, parts=parts)

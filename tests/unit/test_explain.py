@@ -147,6 +147,26 @@ def test_waiting_for_members_counts_the_missing(tmp_path: Path) -> None:
     assert "waiting for 2 more" in render(e, "table")
 
 
+def test_finished_members_are_not_counted_as_present(tmp_path: Path) -> None:
+    docs = [
+        node("n1"),
+        pod_group("g", 2),
+        pod("g-0", "1", group="g", nodeName="n1", status={"phase": "Succeeded"}),
+        pod("g-1", "1", group="g", nodeName="n1", status={"phase": "Failed"}),
+        pod("g-2", "1", group="g"),
+    ]
+    e = run([write(tmp_path, docs)], "default/g")
+    assert e.result == "waiting"
+    [group] = e.groups
+    assert (group.bound, group.pending, group.missing) == (0, 1, 1)
+    states = {m.pod: m.state for m in e.members}
+    assert states == {
+        "default/g-0": "succeeded",
+        "default/g-1": "failed",
+        "default/g-2": "pending",
+    }
+
+
 def test_pods_naming_a_missing_pod_group(tmp_path: Path) -> None:
     path = write(tmp_path, [node("n1"), pod("x-0", "1", group="ghost")])
     e = run([path], "default/ghost")
