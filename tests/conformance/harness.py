@@ -18,11 +18,11 @@ import copy
 import io
 import json
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gangsched.cli import main
 from gangsched.core.api.dialects import api_group
@@ -84,9 +84,13 @@ def pod(
     namespace: str = NAMESPACE,
     scheduler_name: str = SCHEDULER,
     phase: str | None = None,
+    preemption_policy: str | None = None,
+    host_ports: Iterable[int] = (),
+    pod_level: Mapping[str, str] | None = None,
     spec: Mapping[str, Any] | None = None,
 ) -> Manifest:
-    """A pod as `st.MakePod()` builds it; `pod_group` sets `spec.schedulingGroup.podGroupName`."""
+    """A pod as `st.MakePod()` builds it; `pod_group` sets `spec.schedulingGroup.podGroupName`,
+    `pod_level` the pod-level `spec.resources.requests`, `host_ports` container host ports."""
     requests: dict[str, str] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -96,7 +100,14 @@ def pod(
     container: Manifest = {"name": "c", "image": "image"}
     if requests:
         container["resources"] = {"requests": requests}
+    ports = [{"containerPort": port, "hostPort": port} for port in host_ports]
+    if ports:
+        container["ports"] = ports
     body: Manifest = {"schedulerName": scheduler_name, "containers": [container]}
+    if pod_level:
+        body["resources"] = {"requests": dict(pod_level)}
+    if preemption_policy is not None:
+        body["preemptionPolicy"] = preemption_policy
     if priority is not None:
         body["priority"] = priority
     if node_name is not None:
@@ -127,19 +138,24 @@ def upstream_group(
     namespace: str = NAMESPACE,
     preemption_policy: str | None = None,
     priority_class: str | None = None,
+    parent: str | None = None,
+    topology_key: str | None = None,
 ) -> Manifest:
     """A scheduling.k8s.io/v1beta1 PodGroup: a gang when `min_count` is given, else basic.
 
     `template` is (workload, template name), as `TemplateRef`/`WorkloadRef` set it;
-    `disruption_mode` is "single" or "all" (the v1beta1 union).
+    `disruption_mode` is "single" or "all" (the v1beta1 union); `parent` names the
+    CompositePodGroup above it; `topology_key` is its one topology constraint.
     """
     policy: Manifest = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
     spec: Manifest = {"schedulingPolicy": policy}
     if template is not None:
         workload, template_name = template
-        spec["podGroupTemplateRef"] = {
-            "workload": {"workloadName": workload, "podGroupTemplateName": template_name}
-        }
+        spec["workloadRef"] = {"workloadName": workload, "templateName": template_name}
+    if parent is not None:
+        spec["parentCompositePodGroupName"] = parent
+    if topology_key is not None:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
     if priority is not None:
         spec["priority"] = priority
     if priority_class is not None:
@@ -170,6 +186,41 @@ def workload(name: str, *templates: tuple[str, int | None], namespace: str = NAM
         "kind": "Workload",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"podGroupTemplates": entries},
+    }
+
+
+def composite_group(
+    name: str,
+    *,
+    min_group_count: int | None = None,
+    priority: int | None = None,
+    disruption_mode: str | None = None,
+    template: tuple[str, str] | None = None,
+    parent: str | None = None,
+    topology_key: str | None = None,
+    namespace: str = NAMESPACE,
+) -> Manifest:
+    """A scheduling.k8s.io/v1alpha3 CompositePodGroup: a gang of `min_group_count` children, or
+    basic."""
+    policy: Manifest = (
+        {"gang": {"minGroupCount": min_group_count}} if min_group_count else {"basic": {}}
+    )
+    spec: Manifest = {"schedulingPolicy": policy}
+    if template is not None:
+        spec["workloadRef"] = {"workloadName": template[0], "templateName": template[1]}
+    if parent is not None:
+        spec["parentCompositePodGroupName"] = parent
+    if priority is not None:
+        spec["priority"] = priority
+    if disruption_mode is not None:
+        spec["disruptionMode"] = {disruption_mode: {}}
+    if topology_key is not None:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
     }
 
 
@@ -467,3 +518,82 @@ def _merge(target: dict[str, Any], changes: Mapping[str, Any]) -> None:
             _merge(target[key], value)
         else:
             target[key] = copy.deepcopy(value)
+
+
+# -- the shape of upstream's table-driven preemption tests ---------------------------------------
+def preemption_case(
+    *,
+    nodes: Iterable[Manifest],
+    groups: Iterable[Manifest],
+    initial: Iterable[Manifest],
+    preemptors: Iterable[Manifest],
+    scheduled: Iterable[str],
+    candidates: Iterable[str] = (),
+    preempted: int = 0,
+    unschedulable: Iterable[str] = (),
+    nominated: Iterable[str] = (),
+    pdbs: Iterable[Manifest] = (),
+    regroup: bool = False,
+    args: Iterable[str] = (),
+) -> Scenario:
+    """Upstream's preemption table row: nodes, PDBs and groups, then the initial pods (scheduled
+    first), then the preemptors; `regroup` first deletes the groups and recreates them once all
+    preemptors exist (upstream's tempRemovePG: every preemptor is tried in one cycle).
+
+    Checks: `scheduled` are bound, `unschedulable` are not; exactly `preempted` pods are gone and
+    all of them are among `candidates`; `nominated` got a nominated node on the way.
+    """
+    sc = Scenario(args=list(args))
+    groups = list(groups)
+    initial = list(initial)
+    sc.create(nodes, pdbs, groups, initial)
+    sc.settle()
+    sc.assert_scheduled(*(raw["metadata"]["name"] for raw in initial))
+    first = len(sc.outcomes)
+    if regroup:
+        for raw in groups:
+            sc.delete(raw["metadata"]["name"], kind=raw["kind"])
+        sc.create(preemptors)
+        sc.settle()
+        sc.create(groups)
+    else:
+        sc.create(preemptors)
+    sc.settle()
+    if unschedulable := list(unschedulable):
+        sc.assert_unschedulable(*unschedulable)
+    sc.assert_scheduled(*scheduled)
+    gone = sorted(
+        raw["metadata"]["name"] for raw in initial if not sc.exists(raw["metadata"]["name"])
+    )
+    allowed = set(candidates)
+    assert set(gone) <= allowed, f"preempted {gone}, only {sorted(allowed)} may be"
+    assert len(gone) == preempted, f"preempted {gone}, expected {preempted} of {sorted(allowed)}"
+    given = {
+        key.partition("/")[2]
+        for outcome in sc.outcomes[first:]
+        for key, node_name in outcome.raw["nominated"].items()
+        if node_name
+    }
+    missing = sorted(set(nominated) - given)
+    assert not missing, f"no nominated node for {missing}"
+    return sc
+
+
+# -- cases run under both preemption strategies --------------------------------------------------
+STRATEGIES = ("kep", "mincost")
+_F = TypeVar("_F", bound=Callable[..., None])
+
+
+def fails_with(strategy: str, reason: str) -> Callable[[_F], _F]:
+    """Strict expected failure of a case under one preemption strategy only (the `strategy`
+    fixture in conftest.py applies it); the README table counts it with the strategy named."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy}")
+
+    def mark(function: _F) -> _F:
+        reasons = dict(getattr(function, "xfail_strategies", {}))
+        reasons[strategy] = reason
+        function.xfail_strategies = reasons  # type: ignore[attr-defined]
+        return function
+
+    return mark

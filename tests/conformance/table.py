@@ -48,9 +48,17 @@ def rows() -> list[tuple[str, int, int, str]]:
         ]
         expected_to_fail: Counter[str] = Counter()
         for function in cases:
-            for mark in getattr(function, "pytestmark", []):
-                if mark.name == "xfail":
-                    expected_to_fail[_short(str(mark.kwargs.get("reason", "")))] += 1
+            reasons = [
+                _short(str(mark.kwargs.get("reason", "")))
+                for mark in getattr(function, "pytestmark", [])
+                if mark.name == "xfail"
+            ]
+            reasons += [
+                f"{_short(reason)} ({strategy} only)"
+                for strategy, reason in sorted(getattr(function, "xfail_strategies", {}).items())
+            ]
+            if reasons:
+                expected_to_fail[reasons[0]] += 1
         counts = sorted(expected_to_fail.items())
         failing = ", ".join(f"{count} {reason}" for reason, count in counts)
         passing = len(cases) - sum(expected_to_fail.values())
