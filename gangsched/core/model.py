@@ -137,6 +137,18 @@ class HostPort:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class PodVolumeClaim:
+    """A pod volume backed by a PersistentVolumeClaim in the pod's namespace: a
+    `persistentVolumeClaim` volume, or a generic `ephemeral` one whose claim
+    `<pod>-<volume>` the ephemeral-volume controller creates (owned by the pod)."""
+
+    volume: str
+    claim: str
+    ephemeral: bool = False
+    read_only: bool = False
+
+
 @dataclass(slots=True)
 class Node:
     name: str
@@ -175,6 +187,8 @@ class Pod:
     annotation_min_available: int | None = None
     #: "namespace/name" of the controller owning the pod (PodGroup status.occupiedBy).
     owner: str = ""
+    #: Volumes backed by PersistentVolumeClaims (see gangsched.core.volumes).
+    volume_claims: tuple[PodVolumeClaim, ...] = ()
 
     @property
     def key(self) -> str:

@@ -31,6 +31,7 @@ from gangsched.core.model import (
     NodeConstraints,
     Pod,
     PodAffinityTerm,
+    PodVolumeClaim,
     PreferredNodeTerm,
     Toleration,
     TopologySpreadConstraint,
@@ -82,6 +83,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
     nominated = r.string(status.get("nominatedNodeName"), "status.nominatedNodeName") or None
     scheduler = r.string(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER
     owner = _controller_owner(meta.get("ownerReferences"), r.namespace)
+    volume_claims = _read_volume_claims(r, spec.get("volumes"))
     r.done()
     return Pod(
         namespace=r.namespace,
@@ -106,6 +108,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         group=group,
         annotation_min_available=min_available,
         owner=owner,
+        volume_claims=volume_claims,
     )
 
 
@@ -117,6 +120,33 @@ def _controller_owner(refs: Any, namespace: str) -> str:
         if isinstance(ref, dict) and ref.get("controller") and ref.get("name"):
             return f"{namespace}/{ref['name']}"
     return ""
+
+
+def _read_volume_claims(r: Reader, raw: Any) -> tuple[PodVolumeClaim, ...]:
+    """The pod's volumes that need a PersistentVolumeClaim. Other volume types (emptyDir,
+    configMap, ...) do not constrain placement and are not read."""
+    out = []
+    for index, entry in enumerate(r.items(raw, "spec.volumes")):
+        field = item("spec.volumes", index)
+        body = r.mapping(entry, field)
+        name = r.string(body.get("name"), child(field, "name"))
+        claim_body = body.get("persistentVolumeClaim")
+        if claim_body is not None:
+            claim_field = child(field, "persistentVolumeClaim")
+            source = r.mapping(claim_body, claim_field)
+            claim = r.string(source.get("claimName"), child(claim_field, "claimName"))
+            read_only = r.boolean(source.get("readOnly"), child(claim_field, "readOnly"))
+            if not claim:
+                r.add(child(claim_field, "claimName"), "is required")
+            else:
+                out.append(PodVolumeClaim(volume=name, claim=claim, read_only=read_only))
+        elif body.get("ephemeral") is not None:
+            r.mapping(body.get("ephemeral"), child(field, "ephemeral"))
+            if not name:
+                r.add(child(field, "name"), "is required for an ephemeral volume")
+            else:
+                out.append(PodVolumeClaim(volume=name, claim=f"{r.name}-{name}", ephemeral=True))
+    return tuple(out)
 
 
 # -- resources and ports ------------------------------------------------------------------------

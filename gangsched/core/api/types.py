@@ -187,6 +187,21 @@ class RawPodSpec(TypedDict, total=False):
     priorityClassName: str
     preemptionPolicy: str
     schedulingGroup: RawPodSchedulingGroup
+    volumes: list[RawVolume]
+
+
+class RawPersistentVolumeClaimVolumeSource(TypedDict, total=False):
+    claimName: str
+    readOnly: bool
+
+
+class RawVolume(TypedDict, total=False):
+    """A pod volume; only the sources that need a PersistentVolumeClaim are typed."""
+
+    name: str
+    persistentVolumeClaim: RawPersistentVolumeClaimVolumeSource
+    #: A generic ephemeral volume: its claim template (read by the ephemeral-volume controller).
+    ephemeral: dict[str, Any]
 
 
 class RawPodStatus(TypedDict, total=False):
