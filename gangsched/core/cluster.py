@@ -22,6 +22,7 @@ from gangsched.core.model import (
     PriorityClass,
 )
 from gangsched.core.snapshot import Snapshot
+from gangsched.core.volumes.book import VolumeBook
 
 
 @dataclass(slots=True)
@@ -48,6 +49,7 @@ class ClusterState:
         priority_classes: Iterable[PriorityClass] = (),
         budgets: Iterable[DisruptionBudget] = (),
         namespaces: dict[str, dict[str, str]] | None = None,
+        volumes: VolumeBook | None = None,
     ) -> ClusterState:
         state = cls(scheduler_name=scheduler_name)
         state.nodes = {node.name: node for node in nodes}
@@ -57,8 +59,11 @@ class ClusterState:
         state.budgets = {pdb.key: pdb for pdb in budgets}
         state.snapshot = Snapshot.build(state.nodes.values(), state.pods.values())
         state.snapshot.namespace_labels = dict(namespaces or {})
+        if volumes is not None:
+            state.snapshot.volumes = volumes
         for pod in state.pods.values():
             state._index(pod)
+            state.snapshot.volumes.pod_changed(None, pod)
         return state
 
     # --------------------------------------------------------------------------- questions
@@ -127,6 +132,8 @@ class ClusterState:
             self.snapshot.commit()
         self.pods[pod.key] = pod
         self._index(pod)
+        if old is not None or pod.volume_claims:
+            self.snapshot.volumes.pod_changed(old, pod)
         if pod.holds_resources and pod.node_name in self.snapshot.index:
             self.snapshot.place(pod, self.snapshot.index[pod.node_name])
 
@@ -134,6 +141,7 @@ class ClusterState:
         pod = self.pods.pop(key, None)
         if pod is not None:
             self._unindex(pod)
+            self.snapshot.volumes.pod_changed(pod, None)
             self.snapshot.unplace(pod)
             self.snapshot.clear_nomination(key)
             self.snapshot.commit()

@@ -147,7 +147,9 @@ class GangPlacer:
         self.framework = framework
         self.config = config or CycleConfig()
         self._packing = Framework(
-            filters=framework.filters, scores=[(MostAllocated({"cpu": 1.0, "memory": 1.0}), 1.0)]
+            filters=framework.filters,
+            scores=[(MostAllocated({"cpu": 1.0, "memory": 1.0}), 1.0)],
+            pre_filters=framework.pre_filters,
         )
 
     def place(self, gang: Gang, snap: Snapshot) -> CycleResult:

@@ -19,6 +19,31 @@ class Bind:
 
 
 @dataclass(frozen=True, slots=True)
+class BindVolume:
+    """Static binding of an unbound WaitForFirstConsumer claim: the PV's spec.claimRef is
+    set to the claim (guarded by the PV's resourceVersion); the PV controller completes it.
+    Written, with every other volume decision of the gang, before any of its pods binds."""
+
+    pod: str
+    node: str
+    claim: str  # namespace/name
+    claim_uid: str
+    volume: str
+    volume_resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelectNode:
+    """Dynamic provisioning: the claim's `volume.kubernetes.io/selected-node` annotation
+    asks its provisioner for a volume reachable from `node`."""
+
+    pod: str
+    node: str
+    claim: str
+    claim_uid: str
+
+
+@dataclass(frozen=True, slots=True)
 class Nominate:
     """Set (node) or clear (node None) status.nominatedNodeName."""
 
@@ -72,4 +97,7 @@ class GroupOutcome:
     message: str
 
 
-Decision = Bind | Nominate | SetCondition | Evict | Event | GroupOutcome
+#: Write-backs that must be confirmed before the pods they serve are bound.
+VolumeDecision = BindVolume | SelectNode
+
+Decision = Bind | BindVolume | SelectNode | Nominate | SetCondition | Evict | Event | GroupOutcome

@@ -51,6 +51,16 @@ class FilterPlugin(Protocol):
         ...
 
 
+class PreFilterPlugin(Protocol):
+    """Checks that do not depend on the node (kube-scheduler's PreFilter): a message makes
+    the pod unschedulable on every node, reported as upstream does ("0/N nodes are
+    available: <message>.")."""
+
+    name: str
+
+    def pre_filter(self, ctx: PodContext, snap: Snapshot) -> str | None: ...
+
+
 class ScorePlugin(Protocol):
     name: str
 
@@ -72,6 +82,7 @@ class Diagnosis:
 class Framework:
     filters: Sequence[FilterPlugin]
     scores: Sequence[tuple[ScorePlugin, float]]
+    pre_filters: Sequence[PreFilterPlugin] = ()
 
     def context(self, pod: Pod, snap: Snapshot) -> PodContext:
         return PodContext(
@@ -80,7 +91,16 @@ class Framework:
             reserved=snap.reserved(pod.priority, pod.group, pod.key),
         )
 
+    def pre_filter(self, ctx: PodContext, snap: Snapshot) -> str | None:
+        for plugin in self.pre_filters:
+            message = plugin.pre_filter(ctx, snap)
+            if message:
+                return message
+        return None
+
     def feasible(self, ctx: PodContext, snap: Snapshot) -> BoolVector:
+        if self.pre_filters and self.pre_filter(ctx, snap):
+            return np.zeros(len(snap), dtype=np.bool_)
         mask: BoolVector = np.ones(len(snap), dtype=np.bool_)
         for plugin in self.filters:
             if not plugin.applies(ctx, snap):
@@ -92,6 +112,14 @@ class Framework:
 
     def diagnose(self, ctx: PodContext, snap: Snapshot) -> Diagnosis:
         """Explain, node by node, why the pod fits nowhere (first rejecting plugin wins)."""
+        rejected = self.pre_filter(ctx, snap) if self.pre_filters else None
+        if rejected:
+            return Diagnosis(
+                fit=FitDiagnosis(
+                    num_nodes=len(snap), unresolvable_nodes=len(snap), pre_filter=rejected
+                ),
+                resolvable=np.zeros(len(snap), dtype=np.bool_),
+            )
         reasons: Counter[str] = Counter()
         resolvable = np.zeros(len(snap), dtype=np.bool_)
         remaining: BoolVector = np.ones(len(snap), dtype=np.bool_)

@@ -21,7 +21,16 @@ from gangsched.core.cycle import (
     GangPlacer,
     waiting_note,
 )
-from gangsched.core.decisions import Bind, Decision, Event, GroupOutcome, Nominate, SetCondition
+from gangsched.core.decisions import (
+    Bind,
+    BindVolume,
+    Decision,
+    Event,
+    GroupOutcome,
+    Nominate,
+    SelectNode,
+    SetCondition,
+)
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
 from gangsched.core.plugins import ScoringConfig, build_framework
@@ -240,8 +249,31 @@ class Scheduler:
         decisions: list[Decision] = []
         placed: set[str] = set()
         assigned: list[tuple[Pod, str]] = []
+        book = self.cluster.snapshot.volumes
         for pod, node in result.placements:
             node_name = self.cluster.snapshot.nodes[node].name
+            # Volume decisions first: the edge writes them all before binding any pod.
+            for claim in book.take_decisions(pod.key):
+                if claim.volume:
+                    decisions.append(
+                        BindVolume(
+                            pod=pod.key,
+                            node=node_name,
+                            claim=claim.claim,
+                            claim_uid=claim.claim_uid,
+                            volume=claim.volume,
+                            volume_resource_version=claim.volume_resource_version,
+                        )
+                    )
+                else:
+                    decisions.append(
+                        SelectNode(
+                            pod=pod.key,
+                            node=node_name,
+                            claim=claim.claim,
+                            claim_uid=claim.claim_uid,
+                        )
+                    )
             if pod.nominated_node_name is not None:
                 # The reservation is used: clear it so status shows no stale nomination.
                 decisions.append(Nominate(pod=pod.key, uid=pod.uid, node=None))
@@ -249,6 +281,7 @@ class Scheduler:
             placed.add(pod.key)
             decisions.append(Bind(pod=pod.key, uid=pod.uid, node=node_name, group=gang.key))
             assigned.append((pod, node_name))
+        book.committed()
         if assigned:
             decisions.append(_scheduled_event(gang, assigned))
         for pod in gang.pending:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from gangsched.core.model import GroupRef, Node, Pod
 from gangsched.core.resources import PODS, STANDARD_RESOURCES
+from gangsched.core.volumes.book import VolumeBook
 
 IntMatrix = npt.NDArray[np.int64]
 IntVector = npt.NDArray[np.int64]
@@ -25,6 +26,8 @@ BoolVector = npt.NDArray[np.bool_]
 FloatMatrix = npt.NDArray[np.float64]
 
 _ADD, _REMOVE, _NOMINATE, _UNNOMINATE = range(4)
+#: A journal entry: a placement change, or an undo registered by a capability's planner.
+_Entry = tuple[int, Pod, int] | Callable[[], None]
 
 
 @dataclass(slots=True)
@@ -49,7 +52,9 @@ class Snapshot:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Bumped whenever node labels, taints or the node set change: invalidates cached masks.
     node_generation: int = 0
-    _journal: list[tuple[int, Pod, int]] = field(default_factory=list)
+    #: PVCs, PVs and the volume decisions of the cycle (gangsched.core.volumes).
+    volumes: VolumeBook = field(default_factory=VolumeBook)
+    _journal: list[_Entry] = field(default_factory=list)
     _vector_cache: dict[tuple[tuple[str, int], ...], IntVector] = field(default_factory=dict)
     _mask_cache: dict[tuple[str, Hashable], Any] = field(default_factory=dict)
     _inverse: FloatMatrix | None = None
@@ -222,9 +227,17 @@ class Snapshot:
 
     # ------------------------------------------------------------------- assume / rollback
     def assume(self, pod: Pod, node: int) -> None:
-        """Place a pending pod on a node for the rest of the cycle (journaled)."""
+        """Place a pending pod on a node for the rest of the cycle (journaled). Its volume
+        decisions (which PV, which provisioning node) are made here too, so every search
+        path and preemption's dry runs keep them consistent with the placements."""
         self._place(pod, node)
         self._journal.append((_ADD, pod, node))
+        if pod.volume_claims:
+            self.volumes.reserve(self, pod, node)
+
+    def record_undo(self, undo: Callable[[], None]) -> None:
+        """Journal a change outside the placement matrices; `rollback` calls `undo`."""
+        self._journal.append(undo)
 
     def remove(self, pod: Pod) -> None:
         """Take a placed pod off its node (preemption dry runs, deletions); journaled."""
@@ -258,7 +271,11 @@ class Snapshot:
 
     def rollback(self, mark: int) -> None:
         while len(self._journal) > mark:
-            op, pod, node = self._journal.pop()
+            entry = self._journal.pop()
+            if not isinstance(entry, tuple):
+                entry()
+                continue
+            op, pod, node = entry
             if op == _ADD:
                 self._unplace(pod, node)
             elif op == _REMOVE:

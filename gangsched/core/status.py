@@ -27,10 +27,14 @@ class FitDiagnosis:
     reasons: Counter[str] = field(default_factory=Counter)
     #: Nodes rejected for reasons that removing pods cannot fix.
     unresolvable_nodes: int = 0
+    #: A PreFilter rejection (e.g. a missing PVC): the pod fits nowhere, no node checked.
+    pre_filter: str = ""
 
     def message(self) -> str:
         """kube-scheduler's FitError wording; reasons by count, most common first."""
         text = f"0/{self.num_nodes} nodes are available"
+        if self.pre_filter:
+            return f"{text}: {self.pre_filter}."
         if self.reasons:
             ranked = sorted(self.reasons.items(), key=lambda item: (-item[1], item[0]))
             text += ": " + ", ".join(f"{count} {reason}" for reason, count in ranked)

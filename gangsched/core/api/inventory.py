@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from gangsched.core.api.priority import PriorityResolver
 from gangsched.core.model import DisruptionBudget, Node, Pod, PodGroup, PriorityClass
+from gangsched.core.volumes.book import VolumeBook
 
 
 @dataclass(slots=True)
@@ -25,6 +26,8 @@ class Inventory:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     #: Namespace name -> labels (with kubernetes.io/metadata.name), declared or referenced.
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: PVCs, PVs, StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities.
+    volumes: VolumeBook = field(default_factory=VolumeBook)
 
     @property
     def priorities(self) -> PriorityResolver:

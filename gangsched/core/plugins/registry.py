@@ -17,6 +17,10 @@ from gangsched.core.plugins.node_unschedulable import NodeUnschedulable
 from gangsched.core.plugins.pod_topology_spread import PodTopologySpread, PodTopologySpreadScore
 from gangsched.core.plugins.resources_fit import ResourcesFit
 from gangsched.core.plugins.taint_toleration import PreferNoScheduleTaints, TaintToleration
+from gangsched.core.volumes.binding import VolumeBinding
+from gangsched.core.volumes.limits import NodeVolumeLimits
+from gangsched.core.volumes.restrictions import VolumeRestrictions
+from gangsched.core.volumes.zone import VolumeZone
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -45,6 +49,7 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
     config = config or ScoringConfig()
     if config.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED):
         raise ValueError(f"unknown scoring strategy {config.strategy!r}")
+    binding = VolumeBinding()
     filters: list[FilterPlugin] = [
         NodeUnschedulable(),
         NodeName(),
@@ -52,6 +57,10 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
         NodeAffinity(),
         NodePorts(),
         ResourcesFit(),
+        VolumeRestrictions(),
+        NodeVolumeLimits(),
+        binding,
+        VolumeZone(),
         PodTopologySpread(),
         InterPodAffinity(),
     ]
@@ -68,4 +77,4 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
         (PreferNoScheduleTaints(), weight["TaintToleration"]),
         (PodTopologySpreadScore(), weight["PodTopologySpread"]),
     ]
-    return Framework(filters=filters, scores=scores)
+    return Framework(filters=filters, scores=scores, pre_filters=[binding])

@@ -100,8 +100,9 @@ def failure_reason(result: CycleResult) -> str:
 
 def _reaches_other_pods(pod: Pod) -> bool:
     """True when the pod has constraints on pods beyond its own node's ports (affinity,
-    anti-affinity, topology spread): then any victim anywhere may matter to it."""
-    return bool(pod.affinity or pod.anti_affinity or pod.spread)
+    anti-affinity, topology spread, volumes shared or counted per node): then any victim
+    anywhere may matter to it."""
+    return bool(pod.affinity or pod.anti_affinity or pod.spread or pod.volume_claims)
 
 
 Mark = tuple[int, int]
@@ -174,7 +175,9 @@ class Problem:
         lowest = min((pod.priority for pod in pending), default=self.priority)
         self.reserved = self.snap.reserved(min(lowest, self.priority), None)
         self.static_framework = Framework(
-            filters=[f for f in self.framework.filters if f.name != RESOURCES_FIT], scores=[]
+            filters=[f for f in self.framework.filters if f.name != RESOURCES_FIT],
+            scores=[],
+            pre_filters=self.framework.pre_filters,
         )
         if self.budgets:
             ordered = sorted(self.units, key=lambda u: importance_key(u, frozenset()))

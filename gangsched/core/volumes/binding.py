@@ -1,0 +1,172 @@
+"""VolumeBinding: the pod's PVCs must exist, be bound or bindable on the node.
+
+kube-scheduler's plugin in two halves. PreFilter (node-independent, `pre_filter`): every
+claim exists and is not being deleted, a generic ephemeral claim is owned by its pod, and no
+claim is unbound with Immediate binding. Filter (per node): a bound claim's PV must admit the
+node; an unbound WaitForFirstConsumer claim needs a static PV that fits on the node or, when
+its class provisions, a node the class's topology and storage capacity allow. A claim decided
+earlier (by another member of the gang, or a bind in flight) is held to that decision.
+Every volume failure is UnschedulableAndUnresolvable, as upstream: evicting pods frees no PV.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gangsched.core.framework import PodContext
+from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.status import Code
+from gangsched.core.volumes.book import ClaimSet
+from gangsched.core.volumes.matching import (
+    capacity_mask,
+    static_candidates,
+    static_mask,
+    terms_mask,
+    topology_mask,
+    volume_admits,
+)
+from gangsched.core.volumes.model import PersistentVolume, PersistentVolumeClaim, StorageClass
+
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+
+_CLAIMS = "volumes.claims"
+_MASKS = "volumes.masks"
+
+
+def pod_claims(ctx: PodContext, snap: Snapshot) -> ClaimSet | str | None:
+    """The pod's classified claims (or the PreFilter message), once per attempt."""
+    if not ctx.pod.volume_claims:
+        return None
+    if _CLAIMS not in ctx.extra:
+        ctx.extra[_CLAIMS] = snap.volumes.classify(ctx.pod)
+    cached = ctx.extra[_CLAIMS]
+    assert isinstance(cached, ClaimSet | str)
+    return cached
+
+
+class VolumeBinding:
+    name = "VolumeBinding"
+
+    def pre_filter(self, ctx: PodContext, snap: Snapshot) -> str | None:
+        claims = pod_claims(ctx, snap)
+        return claims if isinstance(claims, str) else None
+
+    def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
+        claims = pod_claims(ctx, snap)
+        return isinstance(claims, ClaimSet) and bool(claims.bound or claims.delayed)
+
+    def filter(self, ctx: PodContext, snap: Snapshot, candidates: BoolVector) -> BoolVector:
+        out = candidates.copy()
+        for _, mask in self._masks(ctx, snap):
+            out &= mask
+        claims = pod_claims(ctx, snap)
+        if isinstance(claims, ClaimSet) and _competing(snap, claims):
+            for node in np.flatnonzero(out):
+                if not _claims_fit_together(snap, claims, int(node)):
+                    out[node] = False
+        return out
+
+    def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
+        reasons = []
+        for reason, mask in self._masks(ctx, snap):
+            if not mask[node] and reason not in reasons:
+                reasons.append(reason)
+        if not reasons:
+            reasons.append(BIND_CONFLICT)  # the pod's own claims compete for the node's PVs
+        return [(reason, Code.UNRESOLVABLE) for reason in reasons]
+
+    def _masks(self, ctx: PodContext, snap: Snapshot) -> list[tuple[str, BoolVector]]:
+        cached = ctx.extra.get(_MASKS)
+        if cached is not None:
+            assert isinstance(cached, list)
+            return cached
+        claims = pod_claims(ctx, snap)
+        masks: list[tuple[str, BoolVector]] = []
+        if isinstance(claims, ClaimSet):
+            for _, volume in claims.bound:
+                if volume is None:
+                    masks.append((PV_NOT_EXIST, np.zeros(len(snap), dtype=np.bool_)))
+                else:
+                    masks.append((NODE_CONFLICT, terms_mask(snap, volume.node_affinity)))
+            for claim, storage_class in claims.delayed:
+                masks.extend(_delayed_masks(snap, claim, storage_class))
+        ctx.extra[_MASKS] = masks
+        return masks
+
+
+def _one_node(snap: Snapshot, name: str) -> BoolVector:
+    mask = np.zeros(len(snap), dtype=np.bool_)
+    index = snap.index.get(name)
+    if index is not None:
+        mask[index] = True
+    return mask
+
+
+def _delayed_masks(
+    snap: Snapshot, claim: PersistentVolumeClaim, storage_class: StorageClass
+) -> list[tuple[str, BoolVector]]:
+    book = snap.volumes
+    earlier = book.decision_of(claim.key)
+    if earlier is not None:
+        kind, value = earlier
+        if kind == "volume":
+            volume = book.volumes.get(value)
+            if volume is None:
+                return [(BIND_CONFLICT, np.zeros(len(snap), dtype=np.bool_))]
+            return [(BIND_CONFLICT, terms_mask(snap, volume.node_affinity))]
+        return [(BIND_CONFLICT, _one_node(snap, value))]
+    topology = topology_mask(snap, storage_class)
+    capacity = capacity_mask(book, snap, claim, storage_class)
+    if claim.selected_node:
+        # Provisioning was asked for on that node (by us, earlier): only there.
+        selected = _one_node(snap, claim.selected_node)
+        return [(BIND_CONFLICT, selected & topology), (NOT_ENOUGH_SPACE, ~topology | capacity)]
+    static = static_mask(book, snap, claim, storage_class)
+    return [(BIND_CONFLICT, static | topology), (NOT_ENOUGH_SPACE, static | ~topology | capacity)]
+
+
+def _competing(snap: Snapshot, claims: ClaimSet) -> bool:
+    """Whether two undecided claims of the pod could want the same static PV (then the
+    masks, computed per claim, are not enough: check the nodes one by one)."""
+    undecided = [
+        (claim, sc)
+        for claim, sc in claims.delayed
+        if snap.volumes.decision_of(claim.key) is None and not claim.selected_node
+    ]
+    if len(undecided) < 2:
+        return False
+    seen: set[str] = set()
+    for claim, storage_class in undecided:
+        prebound, candidates = static_candidates(snap.volumes, claim, storage_class)
+        names = {v.name for v in candidates} | ({prebound.name} if prebound else set())
+        if names & seen:
+            return True
+        seen |= names
+    return False
+
+
+def _claims_fit_together(snap: Snapshot, claims: ClaimSet, node: int) -> bool:
+    """Reserve's choice replayed on one node: smallest claim first, each taking the smallest
+    free PV that admits the node, else provisioning."""
+    chosen: set[str] = set()
+    book = snap.volumes
+    for claim, storage_class in sorted(claims.delayed, key=lambda c: c[0].request):
+        if book.decision_of(claim.key) is not None or claim.selected_node:
+            continue
+        prebound, candidates = static_candidates(book, claim, storage_class)
+        options: list[PersistentVolume] = [prebound] if prebound is not None else candidates
+        pick = next(
+            (v for v in options if v.name not in chosen and volume_admits(v, snap, node)), None
+        )
+        if pick is not None:
+            chosen.add(pick.name)
+            continue
+        if not (
+            topology_mask(snap, storage_class)[node]
+            and capacity_mask(book, snap, claim, storage_class)[node]
+        ):
+            return False
+    return True

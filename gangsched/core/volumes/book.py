@@ -1,0 +1,304 @@
+"""The volume state one scheduling cycle reads and the volume decisions it makes.
+
+kube-scheduler keeps "assume caches" of PVs and PVCs: Reserve writes the chosen PV's claimRef
+or the PVC's selected-node into the cached copies so the next pod does not pick the same PV,
+and Unreserve restores them. Here the same happens inside the gang's plan: `reserve` (called
+by `Snapshot.assume`) records each member's choice with an undo in the snapshot's journal, so
+a gang that fails rolls its volume choices back with its placements, and two members (or two
+gangs) never get the same static PV. Decisions that a cycle kept stay assumed until the watch
+shows the claim bound (`settle`) or the edge gives them up (`forget`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from gangsched.core.model import Pod, PodVolumeClaim
+from gangsched.core.volumes.model import (
+    READ_WRITE_ONCE_POD,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+
+if TYPE_CHECKING:
+    from gangsched.core.snapshot import Snapshot
+
+_V = TypeVar("_V")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimDecision:
+    """What a cycle decided for one unbound claim of a placed pod: a static PV (`volume`)
+    or dynamic provisioning on `node` (`volume` empty)."""
+
+    claim: str
+    claim_uid: str
+    node: str
+    volume: str = ""
+    volume_resource_version: str = ""
+
+
+@dataclass(slots=True)
+class ClaimSet:
+    """A pod's claims, classified as kube-scheduler's PreFilter does."""
+
+    #: Bound claims and their PV (None: the PV does not exist).
+    bound: list[tuple[PersistentVolumeClaim, PersistentVolume | None]]
+    #: Unbound claims of a WaitForFirstConsumer class: the scheduler decides them.
+    delayed: list[tuple[PersistentVolumeClaim, StorageClass]]
+    #: Every claim the pod uses (bound or not), for VolumeRestrictions and limits.
+    claims: list[PersistentVolumeClaim]
+
+
+@dataclass(slots=True)
+class VolumeBook:
+    claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
+    volumes: dict[str, PersistentVolume] = field(default_factory=dict)
+    classes: dict[str, StorageClass] = field(default_factory=dict)
+    csi_nodes: dict[str, CSINode] = field(default_factory=dict)
+    drivers: dict[str, CSIDriver] = field(default_factory=dict)
+    capacities: dict[str, CSIStorageCapacity] = field(default_factory=dict)
+    #: Static choices: claim key -> PV name, and the reverse.
+    assumed_volume: dict[str, str] = field(default_factory=dict)
+    taken: dict[str, str] = field(default_factory=dict)
+    #: Dynamic choices: claim key -> node name.
+    assumed_node: dict[str, str] = field(default_factory=dict)
+    #: Per placed pod (this cycle or in flight), its claim decisions.
+    planned: dict[str, tuple[ClaimDecision, ...]] = field(default_factory=dict)
+    #: Pods assumed on a node in the current cycle (they have no node name yet).
+    placing: dict[str, int] = field(default_factory=dict)
+    #: Claim key -> pods (by key) whose volumes use it, bound or not.
+    users: dict[str, dict[str, Pod]] = field(default_factory=dict)
+    _by_class: dict[str, list[PersistentVolume]] | None = None
+
+    # --------------------------------------------------------------------------- objects
+    def upsert_claim(self, claim: PersistentVolumeClaim) -> None:
+        self.claims[claim.key] = claim
+        self.settle(claim.key)
+
+    def delete_claim(self, key: str) -> None:
+        self.claims.pop(key, None)
+        self.settle(key)
+
+    def upsert_volume(self, volume: PersistentVolume) -> None:
+        self.volumes[volume.name] = volume
+        self._by_class = None
+        claim = self.taken.get(volume.name)
+        if claim is not None and volume.claim_ref is not None:
+            self.settle(claim)
+
+    def delete_volume(self, name: str) -> None:
+        self.volumes.pop(name, None)
+        self._by_class = None
+
+    def replace_volumes(self, volumes: Iterable[PersistentVolume]) -> None:
+        self.volumes = {volume.name: volume for volume in volumes}
+        self._by_class = None
+
+    def volumes_of_class(self, name: str) -> list[PersistentVolume]:
+        if self._by_class is None:
+            index: dict[str, list[PersistentVolume]] = {}
+            for volume in self.volumes.values():
+                index.setdefault(volume.storage_class, []).append(volume)
+            for entries in index.values():
+                entries.sort(key=lambda v: (v.capacity, v.name))
+            self._by_class = index
+        return self._by_class.get(name, [])
+
+    def storage_class(self, claim: PersistentVolumeClaim) -> StorageClass | None:
+        """The claim's class; a claim naming none gets the default class, as the
+        DefaultStorageClass admission plugin (or the PV controller, retroactively) does."""
+        if claim.storage_class is not None:
+            return self.classes.get(claim.storage_class)
+        defaults = sorted((c for c in self.classes.values() if c.is_default), key=lambda c: c.name)
+        return defaults[0] if defaults else None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.claims and not self.volumes
+
+    # ------------------------------------------------------------------------------ users
+    def pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        """Keep the claim -> pods index (VolumeRestrictions, NodeVolumeLimits) current."""
+        if old is not None:
+            for volume in old.volume_claims:
+                users = self.users.get(_claim_key(old, volume))
+                if users is not None:
+                    users.pop(old.key, None)
+                    if not users:
+                        del self.users[_claim_key(old, volume)]
+            self.placing.pop(old.key, None)
+        if new is not None:
+            for volume in new.volume_claims:
+                self.users.setdefault(_claim_key(new, volume), {})[new.key] = new
+
+    # ------------------------------------------------------------------------ pod claims
+    def classify(self, pod: Pod) -> ClaimSet | str:
+        """The pod's claims by kind, or the PreFilter message that makes it unschedulable
+        everywhere (kube-scheduler's wording)."""
+        result = ClaimSet(bound=[], delayed=[], claims=[])
+        immediate = False
+        for volume in pod.volume_claims:
+            key = _claim_key(pod, volume)
+            claim = self.claims.get(key)
+            if claim is None:
+                return f'persistentvolumeclaim "{volume.claim}" not found'
+            if claim.deleting:
+                return f'persistentvolumeclaim "{volume.claim}" is being deleted'
+            if volume.ephemeral and pod.uid and pod.uid not in claim.owner_uids:
+                return f"PVC {claim.key} was not created for pod {pod.key} (pod is not owner)"
+            result.claims.append(claim)
+            if claim.is_bound:
+                result.bound.append((claim, self.volumes.get(claim.volume_name)))
+                continue
+            storage_class = self.storage_class(claim)
+            if storage_class is not None and storage_class.delays_binding and not claim.volume_name:
+                result.delayed.append((claim, storage_class))
+            else:
+                immediate = True
+        if immediate:
+            return "pod has unbound immediate PersistentVolumeClaims"
+        return result
+
+    def decision_of(self, claim_key: str) -> tuple[str, str] | None:
+        """("volume", pv) or ("node", node) decided earlier for the claim (this cycle, an
+        earlier member of the gang, or a bind still in flight)."""
+        volume = self.assumed_volume.get(claim_key)
+        if volume is not None:
+            return ("volume", volume)
+        node = self.assumed_node.get(claim_key)
+        if node is not None:
+            return ("node", node)
+        return None
+
+    def uses_read_write_once_pod(self, pod: Pod, claims: list[PersistentVolumeClaim]) -> list[str]:
+        return [c.key for c in claims if READ_WRITE_ONCE_POD in c.access_modes]
+
+    # --------------------------------------------------------------------------- planning
+    def reserve(self, snap: Snapshot, pod: Pod, node: int) -> None:
+        """Decide the pod's unbound claims on `node` (kube-scheduler's Reserve), journaled.
+
+        Static binding first: the smallest matching Available PV not chosen for another
+        claim; otherwise the claim is provisioned on the node. Claims are taken smallest
+        request first, as upstream sorts them.
+        """
+        if pod.node_name is not None:
+            return  # a bound pod put back by a preemption dry run: nothing to decide
+        from gangsched.core.volumes.matching import find_static_volume
+
+        self._mark_placing(snap, pod, node)
+        classified = self.classify(pod)
+        if isinstance(classified, str):
+            return
+        node_obj = snap.nodes[node]
+        decisions = []
+        for claim, storage_class in sorted(classified.delayed, key=lambda c: c[0].request):
+            earlier = self.decision_of(claim.key)
+            if earlier is not None:
+                kind, value = earlier
+                decisions.append(
+                    ClaimDecision(
+                        claim=claim.key,
+                        claim_uid=claim.uid,
+                        node=node_obj.name,
+                        volume=value if kind == "volume" else "",
+                        volume_resource_version=self._version(value) if kind == "volume" else "",
+                    )
+                )
+                continue
+            volume = None
+            if not claim.selected_node:
+                volume = find_static_volume(self, snap, claim, storage_class, node)
+            if volume is not None:
+                self._assume_volume(snap, claim.key, volume.name)
+                decisions.append(
+                    ClaimDecision(
+                        claim=claim.key,
+                        claim_uid=claim.uid,
+                        node=node_obj.name,
+                        volume=volume.name,
+                        volume_resource_version=volume.resource_version,
+                    )
+                )
+            else:
+                self._assume_node(snap, claim.key, node_obj.name)
+                decisions.append(
+                    ClaimDecision(claim=claim.key, claim_uid=claim.uid, node=node_obj.name)
+                )
+        if decisions:
+            previous = self.planned.get(pod.key)
+            self.planned[pod.key] = tuple(decisions)
+            snap.record_undo(lambda: self._restore(self.planned, pod.key, previous))
+
+    def _version(self, name: str) -> str:
+        volume = self.volumes.get(name)
+        return volume.resource_version if volume is not None else ""
+
+    def _mark_placing(self, snap: Snapshot, pod: Pod, node: int) -> None:
+        previous = self.placing.get(pod.key)
+        self.placing[pod.key] = node
+        snap.record_undo(lambda: self._restore(self.placing, pod.key, previous))
+
+    def _assume_volume(self, snap: Snapshot, claim: str, volume: str) -> None:
+        self.assumed_volume[claim] = volume
+        self.taken[volume] = claim
+
+        def undo() -> None:
+            self.assumed_volume.pop(claim, None)
+            self.taken.pop(volume, None)
+
+        snap.record_undo(undo)
+
+    def _assume_node(self, snap: Snapshot, claim: str, node: str) -> None:
+        previous = self.assumed_node.get(claim)
+        self.assumed_node[claim] = node
+        snap.record_undo(lambda: self._restore(self.assumed_node, claim, previous))
+
+    @staticmethod
+    def _restore(table: dict[str, _V], key: str, previous: _V | None) -> None:
+        if previous is None:
+            table.pop(key, None)
+        else:
+            table[key] = previous
+
+    # ------------------------------------------------------------------- after the cycle
+    def committed(self) -> None:
+        """The cycle's placements are kept: its pods now have node names."""
+        self.placing.clear()
+
+    def take_decisions(self, pod_key: str) -> tuple[ClaimDecision, ...]:
+        """The claim decisions of a pod the cycle placed (kept assumed until settled)."""
+        return self.planned.pop(pod_key, ())
+
+    def settle(self, claim_key: str) -> None:
+        """The claim is bound (or gone), or its PV now names it: the assumption is done."""
+        claim = self.claims.get(claim_key)
+        volume = self.assumed_volume.get(claim_key)
+        if claim is not None and not claim.is_bound:
+            pv = self.volumes.get(volume) if volume is not None else None
+            if volume is None or pv is None or pv.claim_ref is None:
+                if claim.selected_node and self.assumed_node.get(claim_key) == claim.selected_node:
+                    self.assumed_node.pop(claim_key, None)  # the annotation holds it now
+                return
+        self.forget(claim_key)
+
+    def forget(self, claim_key: str) -> None:
+        """Give up the decision for a claim (its write-back failed or was undone)."""
+        volume = self.assumed_volume.pop(claim_key, None)
+        if volume is not None and self.taken.get(volume) == claim_key:
+            del self.taken[volume]
+        self.assumed_node.pop(claim_key, None)
+
+
+def _claim_key(pod: Pod, volume: PodVolumeClaim) -> str:
+    return f"{pod.namespace}/{volume.claim}"
+
+
+def claim_key(pod: Pod, volume: PodVolumeClaim) -> str:
+    return _claim_key(pod, volume)

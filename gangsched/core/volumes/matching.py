@@ -1,0 +1,203 @@
+"""Which nodes a claim can be satisfied on: static PVs and dynamic provisioning.
+
+Follows component-helpers' FindMatchingVolume and kube-scheduler's checkVolumeProvisions:
+a PV pre-bound to the claim wins; otherwise the smallest Available PV of the claim's class
+with enough capacity, the same volume mode, every access mode the claim asks for, labels
+matching the claim's selector and node affinity admitting the node. A claim no PV fits is
+provisioned when its class has a provisioner, on nodes the class's allowedTopologies admit
+and, for CSI drivers that publish capacity, where a CSIStorageCapacity has room.
+
+Per-node answers are NumPy masks. Node affinity of the common local-PV shape (one hostname
+or node name) sets the few matching indices directly instead of evaluating every node.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gangsched.core.labels import LabelSelector, NodeSelectorTerm, any_term_matches
+from gangsched.core.volumes.model import (
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+
+if TYPE_CHECKING:
+    from gangsched.core.snapshot import BoolVector, Snapshot
+    from gangsched.core.volumes.book import VolumeBook
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+_PLUGIN = "VolumeBinding"
+
+
+def _hostname_index(snap: Snapshot) -> dict[str, list[int]]:
+    def compute() -> dict[str, list[int]]:
+        index: dict[str, list[int]] = {}
+        for i, node in enumerate(snap.nodes):
+            hostname = node.labels.get(HOSTNAME_LABEL)
+            if hostname is not None:
+                index.setdefault(hostname, []).append(i)
+        return index
+
+    result: dict[str, list[int]] = snap.cached_mask(_PLUGIN, "hostnames", compute)
+    return result
+
+
+def terms_mask(snap: Snapshot, terms: tuple[NodeSelectorTerm, ...] | None) -> BoolVector:
+    """Nodes admitted by required node selector terms (None admits every node)."""
+    if terms is None:
+        return np.ones(len(snap), dtype=np.bool_)
+
+    def compute() -> BoolVector:
+        fast = _single_node_terms(snap, terms)
+        if fast is not None:
+            return fast
+        return np.fromiter(
+            (any_term_matches(terms, node.name, node.labels) for node in snap.nodes),
+            dtype=np.bool_,
+            count=len(snap),
+        )
+
+    mask: BoolVector = snap.cached_mask(_PLUGIN, ("terms", terms), compute)
+    return mask
+
+
+def _single_node_terms(snap: Snapshot, terms: tuple[NodeSelectorTerm, ...]) -> BoolVector | None:
+    """Terms each made of one `hostname In [...]` or `metadata.name In [...]` requirement."""
+    mask = np.zeros(len(snap), dtype=np.bool_)
+    for term in terms:
+        reqs = term.match_expressions + term.match_fields
+        if len(reqs) != 1 or reqs[0].operator != "In":
+            return None
+        req = reqs[0]
+        if term.match_fields and req.key == "metadata.name":
+            for value in req.values:
+                index = snap.index.get(value)
+                if index is not None:
+                    mask[index] = True
+        elif term.match_expressions and req.key == HOSTNAME_LABEL:
+            hostnames = _hostname_index(snap)
+            for value in req.values:
+                for index in hostnames.get(value, ()):
+                    mask[index] = True
+        else:
+            return None
+    return mask
+
+
+def volume_admits(volume: PersistentVolume, snap: Snapshot, node: int) -> bool:
+    if volume.node_affinity is None:
+        return True
+    n = snap.nodes[node]
+    return any_term_matches(volume.node_affinity, n.name, n.labels)
+
+
+# ----------------------------------------------------------------------------- static PVs
+def _fits(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """The node-independent half of FindMatchingVolume for a PV not pre-bound to the claim."""
+    if volume.deleting or volume.claim_ref is not None or volume.phase != "Available":
+        return False
+    if volume.capacity < claim.request or volume.volume_mode != claim.volume_mode:
+        return False
+    if not claim.access_modes <= volume.access_modes:
+        return False
+    return claim.selector is None or claim.selector.matches(volume.label_map)
+
+
+def static_candidates(
+    book: VolumeBook, claim: PersistentVolumeClaim, storage_class: StorageClass
+) -> tuple[PersistentVolume | None, list[PersistentVolume]]:
+    """(the PV pre-bound to the claim, if any; the other PVs that could take it, smallest
+    first). PVs chosen for another claim in this plan are left out."""
+    prebound = None
+    if claim.volume_name:
+        volume = book.volumes.get(claim.volume_name)
+        if volume is not None and not volume.deleting:
+            prebound = volume
+    for volume in book.volumes_of_class(storage_class.name):
+        if volume.bound_to(claim) and not volume.deleting:
+            prebound = volume
+    if prebound is not None:
+        return prebound, []
+    candidates = [
+        volume
+        for volume in book.volumes_of_class(storage_class.name)
+        if _fits(volume, claim) and book.taken.get(volume.name, claim.key) == claim.key
+    ]
+    return None, candidates
+
+
+def static_mask(
+    book: VolumeBook,
+    snap: Snapshot,
+    claim: PersistentVolumeClaim,
+    storage_class: StorageClass,
+) -> BoolVector:
+    """Nodes where some PV can be bound statically to the claim."""
+    prebound, candidates = static_candidates(book, claim, storage_class)
+    if prebound is not None:
+        return terms_mask(snap, prebound.node_affinity)
+    mask = np.zeros(len(snap), dtype=np.bool_)
+    seen: set[object] = set()
+    for volume in candidates:
+        if volume.node_affinity in seen:
+            continue
+        seen.add(volume.node_affinity)
+        mask |= terms_mask(snap, volume.node_affinity)
+    return mask
+
+
+def find_static_volume(
+    book: VolumeBook,
+    snap: Snapshot,
+    claim: PersistentVolumeClaim,
+    storage_class: StorageClass,
+    node: int,
+) -> PersistentVolume | None:
+    """The PV to bind on `node`: the pre-bound one, else the smallest that fits."""
+    prebound, candidates = static_candidates(book, claim, storage_class)
+    if prebound is not None:
+        return prebound if volume_admits(prebound, snap, node) else None
+    for volume in candidates:  # smallest first
+        if volume_admits(volume, snap, node):
+            return volume
+    return None
+
+
+# -------------------------------------------------------------------------- provisioning
+def topology_mask(snap: Snapshot, storage_class: StorageClass) -> BoolVector:
+    if not storage_class.can_provision:
+        return np.zeros(len(snap), dtype=np.bool_)
+    return terms_mask(snap, storage_class.allowed_topologies)
+
+
+def capacity_mask(
+    book: VolumeBook, snap: Snapshot, claim: PersistentVolumeClaim, storage_class: StorageClass
+) -> BoolVector:
+    """Nodes with enough storage capacity, for drivers that publish it; all nodes otherwise."""
+    driver = book.drivers.get(storage_class.provisioner)
+    if driver is None or not driver.storage_capacity:
+        return np.ones(len(snap), dtype=np.bool_)
+    mask = np.zeros(len(snap), dtype=np.bool_)
+    for capacity in book.capacities.values():
+        if capacity.storage_class != storage_class.name or not capacity.fits(claim.request):
+            continue
+        if capacity.node_topology is not None:
+            mask |= selector_mask(snap, capacity.node_topology)
+    return mask
+
+
+def selector_mask(snap: Snapshot, selector: LabelSelector) -> BoolVector:
+    """Nodes whose labels a label selector matches (CSIStorageCapacity nodeTopology)."""
+
+    def compute() -> BoolVector:
+        return np.fromiter(
+            (selector.matches(node.labels) for node in snap.nodes),
+            dtype=np.bool_,
+            count=len(snap),
+        )
+
+    mask: BoolVector = snap.cached_mask(_PLUGIN, ("selector", selector), compute)
+    return mask

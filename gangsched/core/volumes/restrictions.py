@@ -1,0 +1,63 @@
+"""VolumeRestrictions: a ReadWriteOncePod claim serves one pod in the whole cluster.
+
+kube-scheduler counts the scheduled (and assumed) pods using any of the pod's
+ReadWriteOncePod claims; if there is one, every node is Unschedulable. Not unresolvable:
+preempting the pod that holds the claim frees it. Members of one gang placed earlier in the
+same cycle count too, so two members never share such a claim.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gangsched.core.framework import PodContext
+from gangsched.core.model import Pod
+from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.status import Code
+from gangsched.core.volumes.binding import pod_claims
+from gangsched.core.volumes.book import ClaimSet
+from gangsched.core.volumes.model import READ_WRITE_ONCE_POD
+
+REASON = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
+
+
+def is_placed(snap: Snapshot, pod: Pod) -> bool:
+    """On a node in the snapshot: bound, or assumed in this cycle (and not removed by a
+    preemption dry run)."""
+    node = snap.volumes.placing.get(pod.key)
+    if node is None:
+        node = snap.node_of(pod)
+    return node is not None and pod.key in snap.node_pods[node]
+
+
+def _conflicts(ctx: PodContext, snap: Snapshot) -> bool:
+    claims = pod_claims(ctx, snap)
+    if not isinstance(claims, ClaimSet):
+        return False
+    for claim in claims.claims:
+        if READ_WRITE_ONCE_POD not in claim.access_modes:
+            continue
+        for key, user in snap.volumes.users.get(claim.key, {}).items():
+            if key != ctx.pod.key and is_placed(snap, user):
+                return True
+    return False
+
+
+class VolumeRestrictions:
+    name = "VolumeRestrictions"
+
+    def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
+        claims = pod_claims(ctx, snap)
+        return isinstance(claims, ClaimSet) and any(
+            READ_WRITE_ONCE_POD in claim.access_modes for claim in claims.claims
+        )
+
+    def filter(self, ctx: PodContext, snap: Snapshot, candidates: BoolVector) -> BoolVector:
+        if _conflicts(ctx, snap):
+            return np.zeros(len(snap), dtype=np.bool_)
+        return candidates
+
+    def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
+        return [(REASON, Code.UNSCHEDULABLE)]
