@@ -104,6 +104,7 @@ def _simulate(args: argparse.Namespace) -> int:
         priority_classes=inventory.priority_classes,
         budgets=inventory.budgets,
         namespaces=inventory.namespaces,
+        volumes=inventory.volumes,
     )
     scheduler_config = config.scheduler_config()
     scheduler_config.scheduler_name = scheduler_name

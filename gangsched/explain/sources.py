@@ -47,6 +47,7 @@ def from_manifests(paths: list[str], *, scheduler_name: str) -> ClusterState:
         priority_classes=inventory.priority_classes,
         budgets=inventory.budgets,
         namespaces=inventory.namespaces,
+        volumes=inventory.volumes,
     )
 
 

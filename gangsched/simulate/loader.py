@@ -33,13 +33,24 @@ from gangsched.core.api import (
 )
 from gangsched.core.api.dialects import POD_GROUP_API_GROUPS, api_group
 from gangsched.core.api.nodes import NAMESPACE_NAME_LABEL
+from gangsched.core.api.storage import (
+    csi_driver_from_raw,
+    csi_node_from_raw,
+    csi_storage_capacity_from_raw,
+    persistent_volume_claim_from_raw,
+    persistent_volume_from_raw,
+    storage_class_from_raw,
+)
 from gangsched.core.model import Pod, PriorityClass
+from gangsched.core.volumes.book import VolumeBook
 
 NAMESPACE, NODE, POD = "Namespace", "Node", "Pod"
 PRIORITY_CLASS, PDB, POD_GROUP = "PriorityClass", "PodDisruptionBudget", "PodGroup"
 #: scheduling.k8s.io Workloads are PodGroup templates for controllers (a Job creates its PodGroup
 #: from one); kube-scheduler never reads them, so neither does simulate, but dumps contain them.
 WORKLOAD = "Workload"
+PVC, PV, STORAGE_CLASS = "PersistentVolumeClaim", "PersistentVolume", "StorageClass"
+CSI_NODE, CSI_DRIVER, CSI_CAPACITY = "CSINode", "CSIDriver", "CSIStorageCapacity"
 
 #: (API group, kind) the loader understands. The core group must be version v1.
 _KNOWN: dict[tuple[str, str], str] = {
@@ -48,16 +59,23 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("", POD): POD,
     ("scheduling.k8s.io", PRIORITY_CLASS): PRIORITY_CLASS,
     ("policy", PDB): PDB,
+    ("", PVC): PVC,
+    ("", PV): PV,
+    ("storage.k8s.io", STORAGE_CLASS): STORAGE_CLASS,
+    ("storage.k8s.io", CSI_NODE): CSI_NODE,
+    ("storage.k8s.io", CSI_DRIVER): CSI_DRIVER,
+    ("storage.k8s.io", CSI_CAPACITY): CSI_CAPACITY,
     **{(group, POD_GROUP): POD_GROUP for group in POD_GROUP_API_GROUPS},
     ("scheduling.k8s.io", WORKLOAD): WORKLOAD,
 }
-_NAMESPACED = {POD, PDB, POD_GROUP, WORKLOAD}
+_NAMESPACED = {POD, PDB, POD_GROUP, WORKLOAD, PVC, CSI_CAPACITY}
 #: Orders problems by file, then by position in the file; file-level errors sort last.
 _PER_FILE = 10**9
 _SUPPORTED = (
-    "v1 Namespace, Node, Pod; scheduling.k8s.io PriorityClass; policy PodDisruptionBudget; "
-    "PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io; "
-    "scheduling.k8s.io Workload (read and ignored, as kube-scheduler does)"
+    "v1 Namespace, Node, Pod, PersistentVolumeClaim, PersistentVolume; scheduling.k8s.io "
+    "PriorityClass; policy PodDisruptionBudget; storage.k8s.io StorageClass, CSINode, "
+    "CSIDriver, CSIStorageCapacity; PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io "
+    "or scheduling.k8s.io; scheduling.k8s.io Workload (read and ignored, as kube-scheduler does)"
 )
 
 
@@ -212,10 +230,57 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
             continue
         inventory.budgets.append(budget)
 
+    _load_volumes(by_kind, inventory.volumes, problems)
     for namespace in _referenced_namespaces(inventory):
         inventory.namespaces.setdefault(namespace, {NAMESPACE_NAME_LABEL: namespace})
     problems.raise_if_any()
     return inventory
+
+
+def _load_volumes(
+    by_kind: dict[str, list[_Document]], book: VolumeBook, problems: _Problems
+) -> None:
+    """The storage objects, as the informers would hold them."""
+    for doc in by_kind[STORAGE_CLASS]:
+        try:
+            storage_class = storage_class_from_raw(doc.raw)
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+            continue
+        book.classes[storage_class.name] = storage_class
+    for doc in by_kind[PVC]:
+        try:
+            book.upsert_claim(persistent_volume_claim_from_raw(doc.raw))
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+    volumes = []
+    for doc in by_kind[PV]:
+        try:
+            volumes.append(persistent_volume_from_raw(doc.raw))
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+    book.replace_volumes(volumes)
+    for doc in by_kind[CSI_NODE]:
+        try:
+            csi_node = csi_node_from_raw(doc.raw)
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+            continue
+        book.csi_nodes[csi_node.name] = csi_node
+    for doc in by_kind[CSI_DRIVER]:
+        try:
+            driver = csi_driver_from_raw(doc.raw)
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+            continue
+        book.drivers[driver.name] = driver
+    for doc in by_kind[CSI_CAPACITY]:
+        try:
+            capacity = csi_storage_capacity_from_raw(doc.raw)
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+            continue
+        book.capacities[capacity.key] = capacity
 
 
 def _check_pod(

@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import Bind, Evict, GroupOutcome, Nominate, SetCondition
+from gangsched.core.decisions import (
+    Bind,
+    BindVolume,
+    Evict,
+    GroupOutcome,
+    Nominate,
+    SelectNode,
+    SetCondition,
+)
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.phase import count_members, group_phase
 from gangsched.core.scheduler import (
@@ -21,6 +29,7 @@ from gangsched.core.scheduler import (
     Scheduler,
     SchedulerConfig,
 )
+from gangsched.simulate.volumes import carry_out
 
 #: A run that takes more steps than this is looping; stop and say so rather than hang.
 MAX_STEPS = 1_000_000
@@ -52,6 +61,8 @@ class SimulationResult:
     preempted: dict[str, str] = field(default_factory=dict)
     nominated: dict[str, str] = field(default_factory=dict)
     unschedulable: dict[str, str] = field(default_factory=dict)
+    #: Claim key -> {"volumeName": pv} (static) or {"selectedNode": node} (provisioned).
+    volumes: dict[str, dict[str, str]] = field(default_factory=dict)
     pod_groups: dict[str, GroupSummary] = field(default_factory=dict)
     timeline: list[Step] = field(default_factory=list)
     #: Every pod of the input (victims included) as it ended, for the people's table.
@@ -65,6 +76,7 @@ class SimulationResult:
             "preempted": dict(sorted(self.preempted.items())),
             "nominated": dict(sorted(self.nominated.items())),
             "unschedulable": dict(sorted(self.unschedulable.items())),
+            "volumes": dict(sorted(self.volumes.items())),
             "podGroups": {
                 key: {
                     "phase": g.phase,
@@ -156,6 +168,9 @@ def _apply(
     for decision in report.decisions:
         if isinstance(decision, Bind):
             step.bound.append((decision.pod, decision.node))
+            changed = True
+        elif isinstance(decision, BindVolume | SelectNode):
+            result.volumes[decision.claim] = carry_out(decision, cluster)
             changed = True
         elif isinstance(decision, Evict):
             cluster.delete_pod(decision.pod)

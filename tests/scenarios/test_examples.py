@@ -120,3 +120,16 @@ def test_bad_config_exits_2_naming_the_field(
     err = capsys.readouterr().err
     assert code == 2
     assert "scoring.strategy" in err and "backof" in err
+
+
+def test_local_pv_gang_binds_each_claim_to_the_pv_on_its_pods_node(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    result = simulate(capsys, str(EXAMPLES / "vol-local-pv-gang.yaml"))
+    bound = result["bound"]
+    assert set(bound) == {"default/w1", "default/w2"}
+    assert sorted(bound.values()) == ["n2", "n3"]
+    claim_of = {"default/w1": "default/data1", "default/w2": "default/data2"}
+    for pod_key, node_name in bound.items():
+        assert result["volumes"][claim_of[pod_key]] == {"volumeName": f"disk-{node_name}"}
+    assert result["podGroups"]["default/job"]["phase"] == "Scheduled"
