@@ -230,9 +230,11 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
         """,
     )
     supported = (
-        "gangsched reads v1 Namespace, Node, Pod; scheduling.k8s.io PriorityClass; policy "
-        "PodDisruptionBudget; PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io or "
-        "scheduling.k8s.io; scheduling.k8s.io Workload (read and ignored, as kube-scheduler does)"
+        "gangsched reads v1 Namespace, Node, Pod, PersistentVolumeClaim, PersistentVolume; "
+        "scheduling.k8s.io PriorityClass; policy PodDisruptionBudget; storage.k8s.io "
+        "StorageClass, CSINode, CSIDriver, CSIStorageCapacity; PodGroup of "
+        "scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io; scheduling.k8s.io "
+        "Workload (read and ignored, as kube-scheduler does)"
     )
     assert problems(path) == [
         f"{path}:1: Deployment prod/web: unsupported object apps/v1/Deployment; {supported}",
