@@ -534,11 +534,13 @@ def preemption_case(
     nominated: Iterable[str] = (),
     pdbs: Iterable[Manifest] = (),
     regroup: bool = False,
+    remove: Iterable[tuple[str, str]] = (),
     args: Iterable[str] = (),
 ) -> Scenario:
     """Upstream's preemption table row: nodes, PDBs and groups, then the initial pods (scheduled
     first), then the preemptors; `regroup` first deletes the groups and recreates them once all
-    preemptors exist (upstream's tempRemovePG: every preemptor is tried in one cycle).
+    preemptors exist (upstream's tempRemovePG: every preemptor is tried in one cycle);
+    `remove` lists (kind, name) objects deleted once the initial pods run.
 
     Checks: `scheduled` are bound, `unschedulable` are not; exactly `preempted` pods are gone and
     all of them are among `candidates`; `nominated` got a nominated node on the way.
@@ -550,6 +552,8 @@ def preemption_case(
     sc.settle()
     sc.assert_scheduled(*(raw["metadata"]["name"] for raw in initial))
     first = len(sc.outcomes)
+    for kind, name in remove:
+        sc.delete(name, kind=kind)
     if regroup:
         for raw in groups:
             sc.delete(raw["metadata"]["name"], kind=raw["kind"])
