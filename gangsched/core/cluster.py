@@ -68,7 +68,16 @@ class ClusterState:
 
     # --------------------------------------------------------------------------- questions
     def is_pending(self, pod: Pod) -> bool:
-        """Ours to schedule: our schedulerName, no node, not being deleted, not finished."""
+        """Ours to schedule now: our schedulerName, no node, not being deleted, not finished,
+        no scheduling gate left (a gated pod waits outside every cycle, as upstream's
+        SchedulingGates PreEnqueue keeps it out of the queue)."""
+        return self._unbound_ours(pod) and not pod.scheduling_gates
+
+    def is_gated(self, pod: Pod) -> bool:
+        """Ours, unbound, and held by spec.schedulingGates."""
+        return self._unbound_ours(pod) and bool(pod.scheduling_gates)
+
+    def _unbound_ours(self, pod: Pod) -> bool:
         return (
             pod.node_name is None
             and pod.scheduler_name == self.scheduler_name

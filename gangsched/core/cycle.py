@@ -34,6 +34,9 @@ class GangMember:
     pending: list[Pod]
     #: Unbound members left to another scheduler: only validation looks at them.
     foreign: list[Pod] = field(default_factory=list)
+    #: Unbound members held by spec.schedulingGates: never placed, never counted toward
+    #: minMember; they join later, when their last gate goes.
+    gated: list[Pod] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -93,7 +96,7 @@ def validate(gang: Gang) -> str | None:
     """The consistency checks upstream runs before a group cycle; a message if they fail."""
     for part in gang.parts:
         error = validate_group(
-            part.group, pending=part.pending, bound=part.bound, foreign=part.foreign
+            part.group, pending=part.pending, bound=part.bound, foreign=[*part.foreign, *part.gated]
         )
         if error is not None:
             return error
@@ -109,15 +112,23 @@ def waiting_part(gang: Gang) -> GangMember | None:
 
 
 def waiting_message(gang: Gang) -> str | None:
-    """Fewer members exist than minMember: nothing is placed until they arrive."""
+    """Fewer members than minMember exist ungated: nothing is placed until they do.
+
+    Gated members do not count (scheduler-plugins' rule: a gang goes once minMember members
+    are bound or ungated); the message says how many are gated and by which gates."""
     part = waiting_part(gang)
     if part is None:
         return None
     have = len(part.bound) + len(part.pending)
     need = part.group.min_member
+    if not part.gated:
+        return (
+            f"pod group {part.group.key} has {have} of minMember {need} pods; "
+            f"waiting for {need - have} more"
+        )
     return (
-        f"pod group {part.group.key} has {have} of minMember {need} pods; "
-        f"waiting for {need - have} more"
+        f"pod group {part.group.key} has {have} of minMember {need} pods bound or ungated; "
+        f"waiting for {need - have} more: {gated_summary(part.gated)}"
     )
 
 
@@ -127,10 +138,32 @@ def waiting_note(gang: Gang) -> str:
     part = waiting_part(gang)
     if part is None:
         return ""
+    if not part.gated:
+        return (
+            f"pod group {part.group.key} is waiting for its members: "
+            f"minMember {part.group.min_member} pods must exist before any is scheduled"
+        )
     return (
-        f"pod group {part.group.key} is waiting for its members: "
-        f"minMember {part.group.min_member} pods must exist before any is scheduled"
+        f"pod group {part.group.key} is waiting for its members: minMember "
+        f"{part.group.min_member} pods must exist without scheduling gates before any is "
+        f"scheduled; {gated_summary(part.gated)}"
     )
+
+
+def gated_summary(pods: Sequence[Pod], *, limit: int = 5) -> str:
+    """ "3 members gated: kueue.x-k8s.io/admission (a, b, c)": which gates hold which pods."""
+    by_gate: dict[str, list[str]] = {}
+    for pod in sorted(pods, key=lambda p: (p.created, p.name)):
+        for gate in pod.scheduling_gates:
+            by_gate.setdefault(gate, []).append(pod.name)
+    parts = []
+    for gate, names in by_gate.items():
+        shown = ", ".join(names[:limit])
+        if len(names) > limit:
+            shown += f" and {len(names) - limit} more"
+        parts.append(f"{gate} ({shown})")
+    noun = "member" if len(pods) == 1 else "members"
+    return f"{len(pods)} {noun} gated: {'; '.join(parts)}"
 
 
 def _satisfied(gang: Gang, placed: dict[GroupRef, int]) -> bool:

@@ -189,6 +189,9 @@ class Pod:
     owner: str = ""
     #: Volumes backed by PersistentVolumeClaims (see gangsched.core.volumes).
     volume_claims: tuple[PodVolumeClaim, ...] = ()
+    #: spec.schedulingGates names: while any is left the API server refuses to bind the pod,
+    #: so it is never placed, never a preemptor and never counted toward minMember.
+    scheduling_gates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -197,6 +200,10 @@ class Pod:
     @property
     def is_bound(self) -> bool:
         return self.node_name is not None
+
+    @property
+    def is_gated(self) -> bool:
+        return bool(self.scheduling_gates)
 
     @property
     def is_finished(self) -> bool:

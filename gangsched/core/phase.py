@@ -30,6 +30,8 @@ class GroupCounts:
 def count_members(pods: Iterable[Pod]) -> GroupCounts:
     members = scheduled = running = succeeded = failed = 0
     for pod in pods:
+        if pod.is_gated and pod.node_name is None:
+            continue  # not a member toward minMember until its scheduling gates go
         members += 1
         if pod.phase == "Succeeded":
             succeeded += 1

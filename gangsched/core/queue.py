@@ -33,6 +33,9 @@ class _Entry:
     ready_at: float = 0.0
     since: float = 0.0
     seq: int = 0
+    #: Held before the cycle (members or PodGroup missing): only a change to the gang itself
+    #: can help, so other cluster changes leave it where it is.
+    waiting: bool = False
 
 
 @dataclass(slots=True)
@@ -88,20 +91,26 @@ class SchedulingQueue:
         """Scheduled (or no longer pending): forget it and its backoff history."""
         self._entries.pop(ref, None)
 
-    def unschedulable(self, ref: GroupRef, now: float, *, counted: bool = True) -> None:
+    def unschedulable(
+        self, ref: GroupRef, now: float, *, counted: bool = True, waiting: bool = False
+    ) -> None:
         """Tried and not placed: back when the cluster changes, after the backoff.
 
         `counted=False` for a gang that is not ready rather than failed (members or its
         PodGroup still missing, its own preemption victims still terminating): the attempt
         does not grow the backoff, so it is retried within `initial_backoff` of the event
         that makes it ready, however long it waited (kube-scheduler's PreEnqueue does not
-        count such pods as attempts either)."""
+        count such pods as attempts either). `waiting=True` (members or PodGroup missing,
+        members gated): only `activate_waiting` or `activate` brings it back, as
+        upstream's queueing hints wake a PreEnqueue-held gang only for its own pods and
+        PodGroup; a node added or a pod deleted elsewhere cannot complete it."""
         entry = self._entries.get(ref)
         if entry is None:
             return
         if counted:
             entry.attempts += 1
         entry.state = State.UNSCHEDULABLE
+        entry.waiting = waiting
         entry.since = now
         entry.ready_at = now + (
             self.backoff_for(entry.attempts) if counted else self.initial_backoff
@@ -114,6 +123,7 @@ class SchedulingQueue:
             return
         entry.attempts += 1
         entry.state = State.BACKOFF
+        entry.waiting = False
         entry.ready_at = now + self.backoff_for(entry.attempts)
 
     def activate(self, ref: GroupRef) -> None:
@@ -121,13 +131,26 @@ class SchedulingQueue:
         entry = self._entries.get(ref)
         if entry is not None and entry.state is not State.ACTIVE:
             entry.state = State.ACTIVE
+            entry.waiting = False
             self._push(entry)
+
+    def activate_waiting(self, ref: GroupRef) -> None:
+        """One of the gang's own pods changed: retry now if it was held waiting for its
+        members (a gate removed, a min-available annotation changed); a gang in backoff
+        for any other reason keeps its backoff."""
+        entry = self._entries.get(ref)
+        if entry is not None and entry.waiting and entry.state is State.UNSCHEDULABLE:
+            self.activate(ref)
+
+    def is_waiting(self, ref: GroupRef) -> bool:
+        entry = self._entries.get(ref)
+        return entry is not None and entry.waiting
 
     def cluster_changed(self, now: float) -> int:
         """Something that may help happened: unschedulable gangs go to backoff or active."""
         moved = 0
         for entry in self._entries.values():
-            if entry.state is State.UNSCHEDULABLE:
+            if entry.state is State.UNSCHEDULABLE and not entry.waiting:
                 moved += 1
                 if entry.ready_at <= now:
                     entry.state = State.ACTIVE

@@ -43,6 +43,10 @@ WAITING = "waiting"
 ERROR = "error"
 WAITING_ON_PREEMPTION = "waiting_on_preemption"
 
+#: KEP-5501's PodScheduled reason for a pod held before any scheduling attempt (autoscalers
+#: ignore it, unlike `Unschedulable`); also the reason of the event saying why.
+NOT_READY_FOR_SCHEDULING = "NotReadyForScheduling"
+
 
 @dataclass(slots=True)
 class PreemptionOutcome:
@@ -136,6 +140,7 @@ class Scheduler:
             bound: list[Pod] = []
             pending: list[Pod] = []
             foreign: list[Pod] = []
+            gated: list[Pod] = []
             for pod in self.cluster.group_members(ref):
                 if pod.is_finished or pod.terminating:
                     # kube-scheduler never sees a Succeeded or Failed pod (its informer
@@ -144,11 +149,15 @@ class Scheduler:
                     continue
                 if self.cluster.is_pending(pod):
                     pending.append(pod)
+                elif self.cluster.is_gated(pod):
+                    gated.append(pod)
                 elif pod.node_name is not None:
                     bound.append(pod)
                 else:
                     foreign.append(pod)
-            parts.append(GangMember(group=group, bound=bound, pending=pending, foreign=foreign))
+            parts.append(
+                GangMember(group=group, bound=bound, pending=pending, foreign=foreign, gated=gated)
+            )
         return Gang(key=key, parts=parts)
 
     # ------------------------------------------------------------------------------ stepping
@@ -187,16 +196,7 @@ class Scheduler:
             return self._scheduled(gang, result, pods, now)
         snap.rollback(mark)
         if result.code is Code.WAIT:
-            self.queue.unschedulable(gang.key, now, counted=False)
-            return self._not_scheduled(
-                gang,
-                result=WAITING,
-                reason="Unschedulable",
-                message=result.message,
-                pod_messages={},
-                pods=pods,
-                note=waiting_note(gang),
-            )
+            return self._waiting(gang, result.message, note=waiting_note(gang), now=now)
         if result.code is Code.ERROR:
             self.queue.backoff(gang.key, now)
             return self._not_scheduled(
@@ -326,23 +326,18 @@ class Scheduler:
         message: str,
         pod_messages: dict[str, str],
         pods: list[str],
-        note: str = "",
     ) -> CycleReport:
-        """`note`, when given, replaces `message` on pods and in the event (a text that
-        stays the same across retries); the PodGroup outcome keeps the full message."""
         decisions: list[Decision] = []
         for pod in gang.pending:
             detail = pod_messages.get(pod.key)
-            text = note or (
-                message if detail is None or detail in message else f"{message}; {detail}"
-            )
+            text = message if detail is None or detail in message else f"{message}; {detail}"
             decisions.append(_unschedulable(pod, reason, text))
         for part in gang.parts:
             decisions.append(GroupOutcome(part.group.ref, result, message))
         kind, name = _regarding(gang)
         event_type = "Normal" if result == WAITING_ON_PREEMPTION else "Warning"
         event_reason = "FailedScheduling" if result != WAITING_ON_PREEMPTION else "Preempting"
-        decisions.append(Event(kind, name, event_type, event_reason, "Scheduling", note or message))
+        decisions.append(Event(kind, name, event_type, event_reason, "Scheduling", message))
         return CycleReport(
             gang=gang.key, result=result, message=message, decisions=decisions, pods=pods
         )
@@ -350,13 +345,37 @@ class Scheduler:
     def _unresolved(self, gang: Gang, part: GangMember, now: float) -> CycleReport:
         ref = part.group.ref
         message = f"{ref.dialect.value} PodGroup {ref.key} not found"
-        self.queue.unschedulable(gang.key, now, counted=False)  # activated when it arrives
-        return self._not_scheduled(
-            gang,
-            result=UNSCHEDULABLE,
-            reason="Unschedulable",
+        return self._waiting(gang, message, note=message, now=now, per_pod_events=True)
+
+    def _waiting(
+        self, gang: Gang, message: str, *, note: str, now: float, per_pod_events: bool = False
+    ) -> CycleReport:
+        """Held before the cycle, as upstream's PreEnqueue holds a gang with fewer than
+        minCount members or no PodGroup yet: not an attempt, and never `Unschedulable`
+        (cluster-autoscaler and Karpenter add nodes for pods with that reason, and no node
+        can help a gang that is not complete). Pods get KEP-5501's `PodScheduled=False`
+        reason `NotReadyForScheduling`; the PodGroup outcome and an event say why. The gang
+        comes back only when its members or its PodGroup change (see the queue)."""
+        self.queue.unschedulable(gang.key, now, counted=False, waiting=True)
+        decisions: list[Decision] = [
+            _condition(pod, NOT_READY_FOR_SCHEDULING, note) for pod in gang.pending
+        ]
+        decisions += [GroupOutcome(part.group.ref, WAITING, message) for part in gang.parts]
+        if per_pod_events:  # no PodGroup object to hang the event on: tell each pod
+            decisions += [
+                Event("Pod", pod.key, "Normal", NOT_READY_FOR_SCHEDULING, "Scheduling", note)
+                for pod in gang.pending
+            ]
+        else:
+            kind, name = _regarding(gang)
+            decisions.append(
+                Event(kind, name, "Normal", NOT_READY_FOR_SCHEDULING, "Scheduling", note)
+            )
+        return CycleReport(
+            gang=gang.key,
+            result=WAITING,
             message=message,
-            pod_messages={},
+            decisions=decisions,
             pods=[p.key for p in gang.pending],
         )
 
@@ -392,4 +411,8 @@ def _regarding(gang: Gang) -> tuple[str, str]:
 
 
 def _unschedulable(pod: Pod, reason: str, message: str) -> SetCondition:
+    return _condition(pod, reason, message)
+
+
+def _condition(pod: Pod, reason: str, message: str) -> SetCondition:
     return SetCondition(pod.key, pod.uid, "PodScheduled", "False", reason, message)

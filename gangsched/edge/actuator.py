@@ -106,6 +106,8 @@ class Actuator:
                 # another preemptor) must see this capacity as taken, not wait for the watch.
                 self.cache.nominate(decision.pod, decision.uid, decision.node)
                 self._spawn(self._nominate(decision))
+            elif isinstance(decision, Event) and waiting:
+                self._spawn(self._waiting_event(decision, report))
             elif isinstance(decision, Event):
                 self._spawn(self._event(decision))
             elif isinstance(decision, GroupOutcome):
@@ -407,6 +409,19 @@ class Actuator:
         return True
 
     # -------------------------------------------------------------------------------- events
+    async def _waiting_event(self, event: Event, report: CycleReport) -> None:
+        """Why a gang waits, told only if it still waits after `waiting_condition_delay`
+        (gangs whose members arrive together are complete by then): the same delay and
+        the same test as the pods' NotReadyForScheduling condition."""
+        await asyncio.sleep(self.waiting_condition_delay)
+        cluster = self.scheduler.cluster
+        pods = [event.regarding] if event.regarding_kind == "Pod" else report.pods
+        if not self.scheduler.queue.is_waiting(report.gang):
+            return
+        still = [cluster.pods.get(key) for key in pods]
+        if any(pod is not None and cluster.is_pending(pod) for pod in still):
+            await self._event(event)
+
     async def _event(self, event: Event, regarding: ObjectRef | None = None) -> None:
         if not self.may_write():
             return

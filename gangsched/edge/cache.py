@@ -172,10 +172,17 @@ class ClusterCache:
             self._changed()
         if self.cluster.is_pending(pod):
             self.scheduler.enqueue_pod(pod, self.clock())
-            if old is None and pod.group is not None:
-                # A new member may complete a gang that was waiting for members.
-                self.scheduler.queue.activate(self.scheduler.unit_key(pod.group))
-            if old is None and self.on_change is not None:
+            # A member that is new, or whose last scheduling gate just went, may complete a
+            # gang that was waiting for members: retry it at once (upstream's
+            # UpdatePodSchedulingGatesEliminated event does the same).
+            arrived = old is None or self.cluster.is_gated(old)
+            if pod.group is not None:
+                unit = self.scheduler.unit_key(pod.group)
+                if arrived:
+                    self.scheduler.queue.activate(unit)
+                else:  # e.g. Koordinator's min-available annotation changed
+                    self.scheduler.queue.activate_waiting(unit)
+            if arrived and self.on_change is not None:
                 self.on_change()  # wake the scheduling loop now, not at its next tick
         if pod.labels and self.raw_budgets and (old is None or freed):
             self._refresh_budgets()
@@ -468,6 +475,13 @@ def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
         repr(meta.get("annotations")),
         spec.get("nodeName"),
         spec.get("schedulerName"),
+        # Removing a gate may come with a tightened nodeSelector/affinity (KEP-3838) and
+        # tolerations may be added to any pod; the generation catches these where the server
+        # tracks it (PodObservedGenerationTracking), the fields themselves everywhere.
+        repr(spec.get("schedulingGates")),
+        repr(spec.get("nodeSelector")),
+        repr(spec.get("affinity")),
+        repr(spec.get("tolerations")),
         status.get("phase"),  # PodGroup status counts running members
         status.get("nominatedNodeName"),
     )

@@ -326,7 +326,7 @@ class Operator:
     def _carry_out(self, report: CycleReport, now: float, seconds: float) -> None:
         self._record(report, seconds)
         self.actuator.apply(report)
-        if report.result == UNSCHEDULABLE:
+        if report.result in (UNSCHEDULABLE, WAITING):
             self._drop_nominations(report)
         if any(isinstance(d, Nominate) for d in report.decisions):
             # A nomination used, moved or cleared frees the capacity it reserved (maybe
@@ -424,8 +424,9 @@ class Operator:
                 pod = self.scheduler.cluster.pods.get(bind.pod)
                 if pod is not None and pod.created:
                     m.sli_duration.labels(attempts).observe(max(0.0, now - pod.created))
-        result = "scheduled" if report.result == SCHEDULED else "unschedulable"
-        m.schedule_attempts.labels(result, self.config.schedulerName).inc(len(report.pods))
+        if report.result != WAITING:  # held before the cycle: not an attempt (as upstream)
+            result = "scheduled" if report.result == SCHEDULED else "unschedulable"
+            m.schedule_attempts.labels(result, self.config.schedulerName).inc(len(report.pods))
         if report.result == SCHEDULED and report.strategy:
             m.cycle_strategy.labels(report.strategy).inc()
         if report.preemption is not None:
@@ -462,13 +463,21 @@ class Operator:
         queue = self.scheduler.queue
         for name, value in queue.counts().items():
             self.metrics.pending_groups.labels(name).set(value)
-        per_state = {"active": 0, "backoff": 0, "unschedulable": 0}
+        # kube-scheduler's queue="gated": pods its PreEnqueue plugins hold (scheduling
+        # gates, and gangs waiting for their members or PodGroup).
+        per_state = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
         cluster = self.scheduler.cluster
         oldest: dict[GroupRef, float] = {}
         for pod in cluster.pods.values():
-            if cluster.is_pending(pod):
-                state = queue.state_of(self.scheduler.unit_key(cluster.group_of(pod)))
-                per_state[state.value if state is not None else "active"] += 1
+            if cluster.is_gated(pod):
+                per_state["gated"] += 1
+            elif cluster.is_pending(pod):
+                unit = self.scheduler.unit_key(cluster.group_of(pod))
+                state = queue.state_of(unit)
+                if queue.is_waiting(unit):
+                    per_state["gated"] += 1
+                else:
+                    per_state[state.value if state is not None else "active"] += 1
                 if pod.group is not None:
                     oldest[pod.group] = min(oldest.get(pod.group, pod.created), pod.created)
         for name, value in per_state.items():

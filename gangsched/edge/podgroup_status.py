@@ -23,7 +23,9 @@ from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.phase import count_members, group_phase
 from gangsched.core.scheduler import (
     ERROR,
+    NOT_READY_FOR_SCHEDULING,
     SCHEDULED,
+    WAITING,
     WAITING_ON_PREEMPTION,
     Scheduler,
 )
@@ -42,6 +44,8 @@ _REASONS = {
     SCHEDULED: "Scheduled",
     WAITING_ON_PREEMPTION: "WaitingForPreemption",
     ERROR: "SchedulerError",
+    # Held before the cycle (members missing or gated), KEP-5501's reason: not Unschedulable.
+    WAITING: NOT_READY_FOR_SCHEDULING,
 }
 
 

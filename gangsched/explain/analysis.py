@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import CycleResult, Gang, GangPlacer, member_order
+from gangsched.core.cycle import CycleResult, Gang, GangPlacer, gated_summary, member_order
 from gangsched.core.decisions import Bind, Nominate
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef, Pod
@@ -57,6 +57,8 @@ class GroupMembers:
     pending: int
     #: Unbound members left to another scheduler.
     foreign: int
+    #: Unbound members held by spec.schedulingGates (not counted toward minMember).
+    gated: int = 0
     schedule_timeout_seconds: int | None = None
     priority: int | None = None
     priority_class_name: str = ""
@@ -83,6 +85,7 @@ class GroupMembers:
             "bound": self.bound,
             "pending": self.pending,
             "otherScheduler": self.foreign,
+            "gated": self.gated,
             "missing": self.missing,
             "scheduleTimeoutSeconds": self.schedule_timeout_seconds,
             "priority": self.priority,
@@ -94,11 +97,13 @@ class GroupMembers:
 class Member:
     pod: str
     group: str
-    #: pending | bound | terminating | succeeded | failed | other-scheduler
+    #: pending | gated | bound | terminating | succeeded | failed | other-scheduler
     state: str
     node: str | None
     nominated_node: str | None
     priority: int
+    #: spec.schedulingGates still on the pod.
+    gates: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +113,7 @@ class Member:
             "node": self.node,
             "nominatedNode": self.nominated_node,
             "priority": self.priority,
+            "schedulingGates": self.gates,
         }
 
 
@@ -327,10 +333,14 @@ def explain(
                 if fit.node is None and cycle_text:
                     fit.message = cycle_text
     elif report.result == WAITING:
+        if any(part.group.min_member < 0 for part in gang.parts):
+            why = "the group waits for its PodGroup to be created"
+        elif any(part.gated for part in gang.parts):
+            why = "the group waits for members (fewer pods than minMember are bound or ungated)"
+        else:
+            why = "the group waits for members (fewer pods than minMember)"
         out.preemption = PreemptionView(
-            enabled=preemptor is not None,
-            strategy=strategy,
-            message="not attempted: the group waits for members (fewer pods than minMember)",
+            enabled=preemptor is not None, strategy=strategy, message=f"not attempted: {why}"
         )
     elif report.result == ERROR:
         out.preemption = PreemptionView(
@@ -349,6 +359,7 @@ def _group_members(cluster: ClusterState, ref: GroupRef, gang: Gang) -> GroupMem
         bound=len(part.bound),
         pending=len(part.pending),
         foreign=len(part.foreign),
+        gated=len(part.gated),
         schedule_timeout_seconds=part.group.schedule_timeout_seconds,
         priority=part.group.priority,
         priority_class_name=part.group.priority_class_name,
@@ -366,6 +377,8 @@ def _state(cluster: ClusterState, pod: Pod) -> str:
         return "bound"
     if cluster.is_pending(pod):
         return "pending"
+    if cluster.is_gated(pod):
+        return "gated"
     return "other-scheduler"
 
 
@@ -381,6 +394,7 @@ def _members(cluster: ClusterState, gang: Gang) -> list[Member]:
                     node=pod.node_name,
                     nominated_node=pod.nominated_node_name,
                     priority=pod.priority,
+                    gates=list(pod.scheduling_gates),
                 )
             )
     return rows
@@ -395,6 +409,11 @@ def _nothing_pending(cluster: ClusterState, gang: Gang, lone: bool) -> str:
         state = _state(cluster, pod)
         if state == "bound":
             return f"the pod is bound to {pod.node_name}"
+        if state == "gated":
+            return (
+                f"the pod is held by its scheduling gates ({', '.join(pod.scheduling_gates)}): "
+                "gangsched does not attempt it until they are removed"
+            )
         if state == "other-scheduler":
             return (
                 f"the pod is not gangsched's to schedule (schedulerName {pod.scheduler_name!r}, "
@@ -403,7 +422,10 @@ def _nothing_pending(cluster: ClusterState, gang: Gang, lone: bool) -> str:
         return f"the pod is {state}"
     bound = sum(len(part.bound) for part in gang.parts)
     foreign = sum(len(part.foreign) for part in gang.parts)
+    gated = [pod for part in gang.parts for pod in part.gated]
     text = f"no member is pending: {bound} bound"
+    if gated:
+        text += f", {gated_summary(gated)} (not attempted until their gates are removed)"
     if foreign:
         text += (
             f", {foreign} unbound with another schedulerName "

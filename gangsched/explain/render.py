@@ -50,6 +50,8 @@ def _group_line(group: GroupMembers) -> str:
         f"{group.ref.key}: {group.present} of minMember {group.min_member} present "
         f"({group.bound} bound, {group.pending} pending"
     )
+    if group.gated:
+        text += f", {group.gated} gated"
     if group.foreign:
         text += f", {group.foreign} with another schedulerName"
     text += ")"
@@ -105,7 +107,7 @@ def render_table(e: Explanation) -> str:
         rows = [
             [
                 m.pod,
-                m.state,
+                f"{m.state} ({', '.join(m.gates)})" if m.gates else m.state,
                 m.node or "<none>",
                 m.nominated_node or "<none>",
                 str(m.priority),

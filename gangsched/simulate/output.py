@@ -35,6 +35,10 @@ def _status(result: SimulationResult, key: str) -> str:
         return "Bound"
     if key in result.unschedulable:
         return "Pending"
+    if key in result.gated:
+        return "SchedulingGated"
+    if key in result.waiting:
+        return "Waiting"
     return "Running" if key in result.running_at_start else "Pending"
 
 
@@ -80,6 +84,16 @@ def render_table(result: SimulationResult) -> str:
         out.append("Unschedulable:")
         for key, message in sorted(result.unschedulable.items()):
             out.append(f"  {key}: {message}")
+    if result.waiting:
+        out.append("")
+        out.append("Waiting (held before the cycle, not unschedulable):")
+        for key, message in sorted(result.waiting.items()):
+            out.append(f"  {key}: {message}")
+    if result.gated:
+        out.append("")
+        out.append("Scheduling gates (never attempted until they are removed):")
+        for key, gates in sorted(result.gated.items()):
+            out.append(f"  {key}: {', '.join(gates)}")
     out.append("")
     out.append("Timeline:")
     for step in result.timeline:

@@ -23,6 +23,7 @@ from gangsched.core.decisions import (
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.phase import count_members, group_phase
 from gangsched.core.scheduler import (
+    NOT_READY_FOR_SCHEDULING,
     SCHEDULED,
     CycleReport,
     Preemptor,
@@ -63,6 +64,10 @@ class SimulationResult:
     unschedulable: dict[str, str] = field(default_factory=dict)
     #: Claim key -> {"volumeName": pv} (static) or {"selectedNode": node} (provisioned).
     volumes: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Held before any cycle (members or PodGroup missing): never reported Unschedulable.
+    waiting: dict[str, str] = field(default_factory=dict)
+    #: Pods with spec.schedulingGates: never attempted, with their gate names.
+    gated: dict[str, list[str]] = field(default_factory=dict)
     pod_groups: dict[str, GroupSummary] = field(default_factory=dict)
     timeline: list[Step] = field(default_factory=list)
     #: Every pod of the input (victims included) as it ended, for the people's table.
@@ -77,6 +82,8 @@ class SimulationResult:
             "nominated": dict(sorted(self.nominated.items())),
             "unschedulable": dict(sorted(self.unschedulable.items())),
             "volumes": dict(sorted(self.volumes.items())),
+            "waiting": dict(sorted(self.waiting.items())),
+            "gated": dict(sorted(self.gated.items())),
             "podGroups": {
                 key: {
                     "phase": g.phase,
@@ -113,13 +120,15 @@ def simulate(
     preemptor: Preemptor | None = None,
 ) -> SimulationResult:
     scheduler = Scheduler(cluster, config, preemptor=preemptor)
-    pending_at_start = {pod.key for pod in cluster.pods.values() if cluster.is_pending(pod)}
+    pending_at_start = {
+        pod.key for pod in cluster.pods.values() if cluster.is_pending(pod) or cluster.is_gated(pod)
+    }
     result = SimulationResult(
         pods=dict(cluster.pods),
         running_at_start={key for key, pod in cluster.pods.items() if pod.node_name},
     )
     last_outcome: dict[GroupRef, str] = {}
-    conditions: dict[str, str] = {}
+    conditions: dict[str, tuple[str, str]] = {}
     now = 0.0
     scheduler.enqueue_pending(now)
     for number in range(1, MAX_STEPS + 1):
@@ -148,8 +157,14 @@ def simulate(
             continue
         if pod.node_name is not None:
             result.bound[key] = pod.node_name
+        elif cluster.is_gated(pod):
+            result.gated[key] = list(pod.scheduling_gates)
         elif cluster.is_pending(pod):
-            result.unschedulable[key] = conditions.get(key, "not attempted")
+            reason, message = conditions.get(key, ("", "not attempted"))
+            if reason == NOT_READY_FOR_SCHEDULING:
+                result.waiting[key] = message
+            else:
+                result.unschedulable[key] = message
     _summarise_groups(cluster, result, last_outcome)
     return result
 
@@ -159,7 +174,7 @@ def _apply(
     *,
     cluster: ClusterState,
     result: SimulationResult,
-    conditions: dict[str, str],
+    conditions: dict[str, tuple[str, str]],
     last_outcome: dict[GroupRef, str],
     number: int,
 ) -> bool:
@@ -186,7 +201,7 @@ def _apply(
                 result.nominated[decision.pod] = decision.node
             step.nominated.append((decision.pod, decision.node))
         elif isinstance(decision, SetCondition) and decision.type == "PodScheduled":
-            conditions[decision.pod] = decision.message
+            conditions[decision.pod] = (decision.reason, decision.message)
         elif isinstance(decision, GroupOutcome):
             last_outcome[decision.group] = decision.message
     if report.result == SCHEDULED:

@@ -232,6 +232,8 @@ async def test_members_created_one_by_one_bind_only_when_min_member_exist(env: E
     )
     cond = condition(pod, "PodScheduled") or {}
     assert "is waiting for its members: minMember 3" in cond.get("message", ""), cond
+    # Waiting is not unschedulable: autoscalers add nodes for Unschedulable pods only.
+    assert (cond["status"], cond["reason"]) == ("False", "NotReadyForScheduling"), cond
     group = await env.kube.wait_for_object(
         f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/slow",
         lambda g: (
@@ -240,6 +242,22 @@ async def test_members_created_one_by_one_bind_only_when_min_member_exist(env: E
         what="PodGroup condition with the member count",
     )
     assert group["status"]["phase"] == "Pending"
+    assert (condition(group, "PodGroupScheduled") or {})["reason"] == "NotReadyForScheduling"
+
+    async def waiting_event() -> bool:
+        events = await env.kube.get(
+            f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events",
+            fieldSelector="reason=NotReadyForScheduling",
+        )
+        return any(e["regarding"]["name"] == "slow" for e in events["items"])
+
+    await wait_for(waiting_event, timeout=30, what="a NotReadyForScheduling event on the group")
+    pods = await env.pods()
+    assert not any(
+        c.get("reason") == "Unschedulable"
+        for p in pods.values()
+        for c in p.get("status", {}).get("conditions", [])
+    )
     await env.create_pod(env.pod("slow-2", cpu="1", group="slow"))
     bound = await env.wait_bound(["slow-0", "slow-1", "slow-2"])
     assert len(bound) == 3

@@ -133,3 +133,54 @@ def test_local_pv_gang_binds_each_claim_to_the_pv_on_its_pods_node(
     for pod_key, node_name in bound.items():
         assert result["volumes"][claim_of[pod_key]] == {"volumeName": f"disk-{node_name}"}
     assert result["podGroups"]["default/job"]["phase"] == "Scheduled"
+
+
+def test_gated_member_makes_the_gang_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    """/work/shared/scenarios/gates-gang-waits.yaml: nothing is bound, b is listed as gated
+    with its gate, and neither pod is reported unschedulable (a waits, not unschedulable)."""
+    result = simulate(capsys, str(EXAMPLES / "gates-gang-waits.yaml"))
+    assert result["bound"] == {}
+    assert result["gated"] == {"default/b": ["kueue.x-k8s.io/admission"]}
+    assert result["unschedulable"] == {}
+    assert set(result["waiting"]) == {"default/a"}
+    assert "1 member gated: kueue.x-k8s.io/admission (b)" in result["waiting"]["default/a"]
+    group = result["podGroups"]["default/job"]
+    assert group["scheduled"] == 0 and group["phase"] == "Pending"
+    assert "1 of minMember 2 pods bound or ungated" in group["message"]
+
+
+def test_removing_the_gate_binds_the_gang_whole(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = (EXAMPLES / "gates-gang-waits.yaml").read_text()
+    ungated = tmp_path / "ungated.yaml"
+    ungated.write_text(text.replace("  schedulingGates:\n  - name: kueue.x-k8s.io/admission\n", ""))
+    result = simulate(capsys, str(ungated))
+    assert result["bound"] == {"default/a": "n1", "default/b": "n1"}
+    assert result["gated"] == {} and result["waiting"] == {} and result["unschedulable"] == {}
+
+
+def test_pods_of_an_incomplete_or_missing_group_wait(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 19 item 5: held before the cycle, reported under "waiting", never unschedulable."""
+    text = (EXAMPLES / "gates-gang-waits.yaml").read_text()
+    path = tmp_path / "incomplete.yaml"
+    # No gate, minMember 3, and a pod naming a PodGroup that does not exist.
+    path.write_text(
+        text.replace("  schedulingGates:\n  - name: kueue.x-k8s.io/admission\n", "").replace(
+            "minMember: 2", "minMember: 3"
+        )
+        + "---\n"
+        + text.split("---\n")[-1]
+        .replace("name: b", "name: c")
+        .replace("pod-group.scheduling.sigs.k8s.io: job", "pod-group.scheduling.sigs.k8s.io: ghost")
+        .replace("  schedulingGates:\n  - name: kueue.x-k8s.io/admission\n", "")
+    )
+    result = simulate(capsys, str(path))
+    assert result["bound"] == {} and result["unschedulable"] == {} and result["gated"] == {}
+    assert set(result["waiting"]) == {"default/a", "default/b", "default/c"}
+    assert "minMember 3 pods must exist" in result["waiting"]["default/a"]
+    assert (
+        result["waiting"]["default/c"] == "scheduling.sigs.k8s.io PodGroup default/ghost not found"
+    )

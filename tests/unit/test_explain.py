@@ -172,7 +172,7 @@ def test_pods_naming_a_missing_pod_group(tmp_path: Path) -> None:
     e = run([path], "default/ghost")
     [group] = e.groups
     assert not group.exists
-    assert e.result == "unschedulable"
+    assert e.result == "waiting"
     assert "not found" in e.message
     assert "NOT FOUND" in render(e, "table")
 

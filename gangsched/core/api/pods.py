@@ -84,6 +84,10 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
     scheduler = r.string(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER
     owner = _controller_owner(meta.get("ownerReferences"), r.namespace)
     volume_claims = _read_volume_claims(r, spec.get("volumes"))
+    gates = _read_scheduling_gates(r, spec.get("schedulingGates"))
+    if gates and node_name:
+        # The API server refuses this combination at creation (KEP-3521).
+        r.add("spec.nodeName", "cannot be set until all schedulingGates have been cleared")
     r.done()
     return Pod(
         namespace=r.namespace,
@@ -109,7 +113,24 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         annotation_min_available=min_available,
         owner=owner,
         volume_claims=volume_claims,
+        scheduling_gates=gates,
     )
+
+
+def _read_scheduling_gates(r: Reader, raw: Any) -> tuple[str, ...]:
+    """The names of spec.schedulingGates, in order (each must be set and unique)."""
+    names: list[str] = []
+    for index, entry in enumerate(r.items(raw, "spec.schedulingGates")):
+        field = item("spec.schedulingGates", index)
+        body = r.mapping(entry, field)
+        name = r.string(body.get("name"), child(field, "name"))
+        if not name:
+            r.add(child(field, "name"), "is required")
+        elif name in names:
+            r.add(child(field, "name"), f"duplicate gate {show(name)}")
+        else:
+            names.append(name)
+    return tuple(names)
 
 
 def _controller_owner(refs: Any, namespace: str) -> str:

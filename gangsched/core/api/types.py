@@ -171,6 +171,10 @@ class RawPodSchedulingGroup(TypedDict, total=False):
     podGroupName: str
 
 
+class RawPodSchedulingGate(TypedDict, total=False):
+    name: str
+
+
 class RawPodSpec(TypedDict, total=False):
     schedulerName: str
     nodeName: str
@@ -202,6 +206,7 @@ class RawVolume(TypedDict, total=False):
     persistentVolumeClaim: RawPersistentVolumeClaimVolumeSource
     #: A generic ephemeral volume: its claim template (read by the ephemeral-volume controller).
     ephemeral: dict[str, Any]
+    schedulingGates: list[RawPodSchedulingGate]
 
 
 class RawPodStatus(TypedDict, total=False):

@@ -643,3 +643,36 @@ def test_bad_phase_and_preemption_policy() -> None:
 def test_not_a_mapping() -> None:
     with pytest.raises(InvalidObject, match="must be a mapping"):
         pod_from_raw(["not", "a", "pod"], priorities=NO_CLASSES)  # type: ignore[arg-type]
+
+
+# -- scheduling gates ---------------------------------------------------------------------------
+def test_scheduling_gates_are_read_in_order() -> None:
+    gates = [{"name": "kueue.x-k8s.io/admission"}, {"name": "example.com/quota"}]
+    pod = pod_from_raw(raw_pod(schedulingGates=gates), priorities=NO_CLASSES)
+    assert pod.scheduling_gates == ("kueue.x-k8s.io/admission", "example.com/quota")
+    assert pod.is_gated
+    assert not pod_from_raw(raw_pod(), priorities=NO_CLASSES).is_gated
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "problem"),
+    [
+        ({"schedulingGates": [{}]}, "spec.schedulingGates[0].name", "is required"),
+        (
+            {"schedulingGates": [{"name": "a"}, {"name": "a"}]},
+            "spec.schedulingGates[1].name",
+            'duplicate gate "a"',
+        ),
+        (
+            {"schedulingGates": [{"name": "a"}], "nodeName": "n1"},
+            "spec.nodeName",
+            "cannot be set until all schedulingGates have been cleared",
+        ),
+        ({"schedulingGates": "a"}, "spec.schedulingGates", "must be a list"),
+    ],
+)
+def test_bad_gates_name_the_field(spec: dict[str, Any], field: str, problem: str) -> None:
+    with pytest.raises(InvalidObject) as caught:
+        pod_from_raw(raw_pod(**spec), priorities=NO_CLASSES)
+    text = str(caught.value)
+    assert field in text and problem in text, text

@@ -138,12 +138,12 @@ def test_mixed_scheduler_names_are_a_scheduler_error() -> None:
     assert "schedulerName" in report.message
 
 
-def test_missing_pod_group_is_unschedulable_with_message() -> None:
+def test_missing_pod_group_waits_with_message() -> None:
     state = cluster([node("n1")], [pod("x", group="nowhere")])
     sched = Scheduler(state)
     sched.enqueue_pending()
     report = sched.step(0.0)
-    assert report is not None and report.result == UNSCHEDULABLE
+    assert report is not None and report.result == WAITING
     assert report.message == "scheduling.sigs.k8s.io PodGroup default/nowhere not found"
 
 

@@ -205,3 +205,39 @@ def test_a_failed_eviction_makes_the_victim_eligible_again() -> None:
     cache.eviction_failed("default/low", "u-low")
     assert not scheduler.cluster.pods["default/low"].terminating
     assert _evictions(scheduler) == ["default/low"]
+
+
+def test_removing_the_last_gate_requeues_the_gang_at_once() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    cache.pod_groups().replace([raw_group("g", 2)])
+    gated = raw_pod("g-1", group="g")
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    cache.pods().replace([raw_pod("g-0", group="g"), gated])
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == "waiting"
+    assert scheduler.step(0.0) is None
+    cache.nodes().upsert(raw_node("n2"))  # unrelated: the gang keeps waiting
+    assert scheduler.step(0.0) is None
+    # The update that removes the gate also narrows the nodeSelector (KEP-3838, as Kueue's
+    # topology ungater does): the gang is retried at once, and with the new spec.
+    ungated = raw_pod("g-1", group="g")
+    ungated["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n2"}
+    cache.pods().upsert(ungated)
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == SCHEDULED
+    assert {b.pod: b.node for b in report.bound}["default/g-1"] == "n2"
+
+
+def test_a_gated_pod_whose_gates_do_not_change_is_left_alone() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    gated = raw_pod("solo")
+    gated["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}]
+    cache.pods().replace([gated])
+    assert len(scheduler.queue) == 0
+    still = raw_pod("solo")
+    still["spec"]["schedulingGates"] = [{"name": "b"}]  # one gate of two removed
+    cache.pods().upsert(still)
+    assert scheduler.step(0.0) is None
+    assert scheduler.cluster.pods["default/solo"].scheduling_gates == ("b",)

@@ -58,7 +58,7 @@ def pod(name: str, extra_spec: str = "", namespace: str = "default") -> str:
 )
 def test_every_acceptance_scenario_loads(path: Path) -> None:
     inventory = load_manifests([str(path)], scheduler_name=SCHEDULER)
-    assert inventory.nodes and inventory.pods and inventory.priority_classes
+    assert inventory.nodes and inventory.pods
     assert inventory.scheduler_name == SCHEDULER
     assert "default" in inventory.namespaces
     pending = [p for p in inventory.pods if p.node_name is None]
