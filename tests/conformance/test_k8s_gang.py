@@ -6,12 +6,9 @@ of 1 CPU joining it through spec.schedulingGroup; a 2-CPU blocker. No pod sets a
 
 from __future__ import annotations
 
-import pytest
-
 from tests.conformance.harness import Manifest, Scenario, node, pod, upstream_group
 
 SOURCE = "kube-scheduler `test/integration/scheduler/gang/gang_test.go`"
-WAITING = "issue 19 item 5: pods of an incomplete gang or a missing PodGroup are reported unschedulable, not waiting"
 
 
 def cluster() -> Scenario:
@@ -34,7 +31,6 @@ def test_gang_schedules_when_podgroup_and_resources_are_available() -> None:
     sc.assert_scheduled("p1", "p2", "p3")
 
 
-@pytest.mark.xfail(strict=True, reason=WAITING)
 def test_gang_waits_for_quorum_to_start_then_schedules() -> None:
     """gang_test.go TestGangScheduling: gang waits for quorum to start, then schedules."""
     sc = cluster()
@@ -46,7 +42,6 @@ def test_gang_waits_for_quorum_to_start_then_schedules() -> None:
     sc.assert_scheduled("p1", "p2", "p3")
 
 
-@pytest.mark.xfail(strict=True, reason=WAITING)
 def test_gang_waits_for_pod_group_then_for_resources_then_schedules() -> None:
     """gang_test.go TestGangScheduling: gang waits for pod group, then for resources, then schedules."""
     sc = cluster()

@@ -19,7 +19,6 @@ EXTRAS = "issue 19 item 1: members beyond the quorum never preempt"
 QUEUE_ORDER = (
     "issue 19 item 2: upstream groups are queued by PodGroup age, not by their pods' creation time"
 )
-WAITING = "issue 19 item 5: pods of an incomplete gang or a missing PodGroup are reported unschedulable, not waiting"
 
 
 def cluster() -> Scenario:
@@ -71,7 +70,6 @@ def test_gang_schedules_when_pod_group_and_resources_are_available() -> None:
     sc.assert_group_scheduled("pg1")
 
 
-@pytest.mark.xfail(strict=True, reason=WAITING)
 def test_gang_waits_for_quorum_to_start_then_schedules() -> None:
     """podgroup_test.go TestPodGroupScheduling: gang waits for quorum to start, then schedules."""
     sc = cluster()
@@ -83,7 +81,6 @@ def test_gang_waits_for_quorum_to_start_then_schedules() -> None:
     sc.assert_scheduled("p1", "p2", "p3")
 
 
-@pytest.mark.xfail(strict=True, reason=WAITING)
 def test_gang_waits_for_pod_group_then_for_resources_then_schedules() -> None:
     """podgroup_test.go TestPodGroupScheduling: gang waits for pod group, then for resources, then schedules."""
     sc = cluster()
@@ -180,7 +177,6 @@ def test_basic_group_schedules_without_gang_enforcement() -> None:
     sc.assert_scheduled("p1", "p2", "p3")
 
 
-@pytest.mark.xfail(strict=True, reason=WAITING)
 def test_basic_group_waits_for_pod_group_part_waits_for_resources_then_schedules() -> None:
     """podgroup_test.go TestPodGroupScheduling: basic group waits for pod group, part of it waits for resources, then schedules."""
     sc = cluster()
