@@ -387,6 +387,7 @@ def _spec_key(pod: Pod) -> tuple[object, ...]:
         pod.affinity,
         pod.anti_affinity,
         pod.spread,
+        pod.volume_claims,
     )
 
 
@@ -425,6 +426,8 @@ def _nodes_interchangeable(order: list[Pod], snap: Snapshot) -> bool:
     for pod in order:
         c = pod.constraints
         if c.node_name or pod.host_ports or pod.affinity or pod.anti_affinity or pod.spread:
+            return False
+        if pod.volume_claims:  # PVs (local ones above all) tell nodes apart
             return False
         if any(key == HOSTNAME_LABEL for key, _ in c.node_selector):
             return False

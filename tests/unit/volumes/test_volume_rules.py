@@ -427,3 +427,19 @@ def test_node_volume_limits_count_existing_and_the_gangs_own_volumes() -> None:
     report = step(volume_cluster(nodes, [running, *members], [group("job", 4)], book=book4))
     assert report.result == "unschedulable"
     assert "node(s) exceed max volume count" in report.message
+
+
+def test_search_moves_a_member_off_the_only_pv_another_member_can_use() -> None:
+    # w0 fits the PVs of n1 and n2; w1 only n1's big one. The fixed order puts w0 on n1 (name
+    # order breaks the tie) and w1 finds nothing; the search places w0 on n2 instead.
+    volumes = [local_volume("big", "n1", size_gib=50), local_volume("small", "n2", size_gib=10)]
+    claims = [claim("c0", size_gib=10), claim("c1", size_gib=40)]
+    members = [
+        with_claims(pod(f"w{i}", group="job", created=float(i)), f"c{i}") for i in range(2)
+    ]
+    book = volume_book(claims=claims, volumes=volumes)
+    report = step(volume_cluster(NODES, members, [group("job", 2)], book=book))
+    assert report.result == "scheduled" and report.strategy != "greedy"
+    assert binds(report) == {"default/w0": "n2", "default/w1": "n1"}
+    chosen = {d.claim: d.volume for d in volume_decisions(report) if isinstance(d, BindVolume)}
+    assert chosen == {"default/c0": "small", "default/c1": "big"}
