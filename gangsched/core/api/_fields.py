@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from gangsched.core.api.errors import InvalidObject, Problem, show
-from gangsched.core.quantity import QuantityError, parse_quantity
+from gangsched.core.quantity import MAX_VALUE, QuantityError, parse_quantity
 from gangsched.core.resources import CPU, ResourceList
 
 QUANTITY_HINT = "is not a valid quantity (e.g. 500m, 2, 1.5Gi, 1e3)"
@@ -63,7 +63,10 @@ def _convert_quantity(value: str | int | float, milli: bool) -> int | str:
         return QUANTITY_HINT
     if exact < 0:
         return "must not be negative"
-    return math.ceil(exact * 1000) if milli else math.ceil(exact)
+    amount = math.ceil(exact * 1000) if milli else math.ceil(exact)
+    if amount > MAX_VALUE:
+        return f"is too large (at most {MAX_VALUE} units or millicores)"
+    return amount
 
 
 class Reader:
