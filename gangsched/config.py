@@ -100,6 +100,9 @@ class Config(_Strict):
     backoff: Backoff = Field(default_factory=Backoff)
     search: Search = Field(default_factory=Search)
     bindConcurrency: int = Field(16, ge=1)
+    #: How long a gang's volume decisions may take to be confirmed (claims bound) before its
+    #: pods bind; kube-scheduler's VolumeBinding bindTimeoutSeconds.
+    volumeBindTimeoutSeconds: int = Field(600, ge=1)
     metricsAddress: str = "0.0.0.0:10259"
     healthAddress: str = "0.0.0.0:10258"
 

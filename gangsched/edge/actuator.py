@@ -20,11 +20,13 @@ import structlog
 
 from gangsched.core.decisions import (
     Bind,
+    BindVolume,
     Decision,
     Event,
     Evict,
     GroupOutcome,
     Nominate,
+    SelectNode,
     SetCondition,
 )
 from gangsched.core.model import Dialect, GroupRef
@@ -33,6 +35,8 @@ from gangsched.edge.cache import ClusterCache
 from gangsched.edge.events import EventRecorder, ObjectRef, event_time
 from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
 from gangsched.edge.metrics import Metrics
+from gangsched.edge.prebind import PreBindStage, WriteBack
+from gangsched.edge.volume_writebacks import volume_write_backs
 
 log = structlog.get_logger("gangsched.actuator")
 
@@ -77,6 +81,10 @@ class Actuator:
     #: A gang still collecting its members gets its pods' "waiting" condition only after this
     #: long: gangs created all at once bind before then, sparing one write per pod.
     waiting_condition_delay: float = 5.0
+    #: How long a gang's pre-bind write-backs (volumes) may take to be confirmed.
+    volume_bind_timeout: float = 600.0
+    #: Gangs whose pre-bind write-backs are in flight (their pods bind after).
+    pre_binding: set[GroupRef] = field(default_factory=set)
     _latest_condition: dict[str, SetCondition] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _bind_slots: asyncio.Semaphore | None = None
@@ -86,11 +94,16 @@ class Actuator:
         """Start carrying out a report's decisions; returns at once (work runs as tasks)."""
         victims: dict[str, list[Decision]] = {}
         waiting = report.result == WAITING
+        volumes = [d for d in report.decisions if isinstance(d, BindVolume | SelectNode)]
+        held: list[Bind] = []
         for decision in report.decisions:
             if isinstance(decision, Bind):
                 self._latest_condition.pop(decision.pod, None)
                 self.cache.assumed[decision.pod] = decision.node
-                self._spawn(self._bind(decision, report.gang))
+                if volumes:
+                    held.append(decision)  # bound once the gang's volumes are confirmed
+                else:
+                    self._spawn(self._bind(decision, report.gang))
             elif isinstance(decision, Evict) or (
                 isinstance(decision, SetCondition) and decision.type == "DisruptionTarget"
             ):
@@ -119,6 +132,9 @@ class Actuator:
                 if isinstance(step, Evict):
                     self.cache.evict(step.pod, step.uid)
             self._spawn(self._preempt(steps))
+        if held:
+            writes = volume_write_backs(volumes, self.scheduler.cluster)
+            self._spawn(self._pre_bind(writes, held, report.gang))
 
     def apply_nomination(self, nominate: Nominate) -> None:
         """Set or clear a nomination that no cycle report carries (reserved at once)."""
@@ -190,6 +206,47 @@ class Actuator:
             self.metrics.binding_duration.observe(time.perf_counter() - started)
             self.metrics.pods_bound.inc()
             log.info("bound", pod=bind.pod, node=bind.node, group=gang.key)
+
+    async def _pre_bind(self, writes: list[WriteBack], binds: list[Bind], gang: GroupRef) -> None:
+        """Write every member's pre-bind decisions, wait until all are confirmed, then bind
+        the gang; on failure or timeout undo them and bind nothing (edge/prebind.py)."""
+        self.pre_binding.add(gang)
+        stage = PreBindStage(self.kube, timeout=self.volume_bind_timeout, may_write=self.may_write)
+        try:
+            outcome = await stage.run(writes)
+        finally:
+            self.pre_binding.discard(gang)
+        if outcome.ok:
+            log.info(
+                "pre-bind confirmed", group=gang.key, writes=len(writes), seconds=outcome.seconds
+            )
+            await asyncio.gather(*(self._bind(bind, gang) for bind in binds))
+            return
+        self.metrics.binding_errors.labels("prebind").inc()
+        message = f'running PreBind plugin "VolumeBinding": {outcome.reason}'
+        log.warning("pre-bind failed; retrying the group", group=gang.key, reason=outcome.reason)
+        book = self.scheduler.cluster.snapshot.volumes
+        for write in writes:
+            claim = getattr(getattr(write, "decision", None), "claim", None)
+            if isinstance(claim, str):
+                book.forget(claim)
+        for bind in binds:
+            self._bind_failed(bind, gang, outcome.reason)
+        if outcome.reason == "not leader" or not self.may_write():
+            return
+        for bind in binds:
+            condition = SetCondition(
+                bind.pod, bind.uid, "PodScheduled", "False", "SchedulerError", message
+            )
+            if await self._patch_condition(condition):
+                self._written[bind.pod] = ("False", "SchedulerError", message)
+        self.outcomes[gang] = GroupOutcome(gang, "error", message)
+        self.changed_groups.add(gang)
+        self.outcome_changed.set()
+        kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
+        await self._event(
+            Event(kind, gang.key, "Warning", "FailedScheduling", "Binding", f"{message}; retrying")
+        )
 
     def _stale(self, bind: Bind) -> str:
         """Why carrying out this bind now would be wrong, or "" if it still holds."""

@@ -153,4 +153,10 @@ def _item_kind(path: str) -> str:
         "poddisruptionbudgets": "PodDisruptionBudget",
         "podgroups": "PodGroup",
         "namespaces": "Namespace",
+        "persistentvolumeclaims": "PersistentVolumeClaim",
+        "persistentvolumes": "PersistentVolume",
+        "storageclasses": "StorageClass",
+        "csinodes": "CSINode",
+        "csidrivers": "CSIDriver",
+        "csistoragecapacities": "CSIStorageCapacity",
     }.get(resource, "")

@@ -43,6 +43,7 @@ from gangsched.edge.informer import Informer
 from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
+from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
 
 log = structlog.get_logger("gangsched.operator")
 
@@ -101,7 +102,9 @@ class Operator:
             metrics=self.metrics,
             bind_concurrency=self.config.bindConcurrency,
             may_write=self._may_write,
+            volume_bind_timeout=float(self.config.volumeBindTimeoutSeconds),
         )
+        self.volume_cache = VolumeCache(self.cache)
         self.status = PodGroupStatusWriter(
             kube=self.kube,
             scheduler=self.scheduler,
@@ -173,6 +176,8 @@ class Operator:
             "/apis/policy/v1/poddisruptionbudgets",
             self.cache.budgets(),
         )
+        for name, path, handler in STORAGE_INFORMERS:
+            self._add_informer(name, path, handler(self.volume_cache))
         if await self._discover_pod_groups():
             self.discovered.set()
         self._tasks.append(asyncio.create_task(self._rediscover(), name="discovery"))

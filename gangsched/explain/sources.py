@@ -21,6 +21,7 @@ from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.operator import POD_GROUP_GROUPS
+from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
 from gangsched.simulate.loader import load_manifests
 
 #: Page size of list requests (as kubectl's chunking).
@@ -181,6 +182,9 @@ async def from_cluster(kube: Kube, *, scheduler_name: str) -> ClusterRead:
             api_version="policy/v1",
         )
     )
+    volume_cache = VolumeCache(cache)
+    for name, path, handler in STORAGE_INFORMERS:
+        handler(volume_cache).replace(await _list(kube, path, name))
     read.problems = dict(cache.problems)
     return read
 

@@ -58,6 +58,14 @@ CASES = [
     ),
     Case("events", "events.k8s.io", "events", "create", "events.events.k8s.io", "event"),
     Case(
+        "claims",
+        "",
+        "persistentvolumeclaims",
+        "list",
+        "persistentvolumeclaims",
+        "list/watch persistentvolumeclaims",
+    ),
+    Case(
         "lease-update",
         "coordination.k8s.io",
         "leases",
