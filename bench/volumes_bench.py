@@ -12,7 +12,8 @@ run`, after carrying out the previous gang's volume decisions as simulate does:
   with hostname node affinity): static matching, smallest PV that fits;
 - `bound`: 2 claims per pod already bound to zonal PVs (node affinity on the zone label).
 
-    .venv/bin/python -m bench.volumes_bench [--nodes 5000] [--gangs 10] [--json bench/results/volumes.json]
+    .venv/bin/python -m bench.volumes_bench [--nodes 5000] [--gangs 10] \
+        [--json bench/results/volumes.json]
 """
 
 from __future__ import annotations
@@ -195,8 +196,9 @@ def main() -> None:
     base = next((r for r in results if r["workload"] == "none"), None)
     if base is not None:
         for result in results:
-            ratio = float(result["cycle_median_ms"]) / float(base["cycle_median_ms"])  # type: ignore[arg-type]
-            print(f"{result['workload']:>8}: {result['cycle_median_ms']} ms per 64-pod cycle, x{ratio:.2f}")
+            median = float(str(result["cycle_median_ms"]))
+            ratio = median / float(str(base["cycle_median_ms"]))
+            print(f"{result['workload']:>8}: {median} ms per 64-pod cycle, x{ratio:.2f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 
