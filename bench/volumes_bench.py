@@ -85,9 +85,7 @@ def build(workload: str, nodes: int, gangs: int) -> ClusterState:
     if workload == "static":
         for i in range(nodes):
             hostname = NodeSelectorTerm(
-                match_expressions=(
-                    Requirement("kubernetes.io/hostname", "In", (f"node-{i:05d}",)),
-                )
+                match_expressions=(Requirement("kubernetes.io/hostname", "In", (f"node-{i:05d}",)),)
             )
             for j in range(2):
                 volumes.append(

@@ -434,9 +434,7 @@ def test_search_moves_a_member_off_the_only_pv_another_member_can_use() -> None:
     # order breaks the tie) and w1 finds nothing; the search places w0 on n2 instead.
     volumes = [local_volume("big", "n1", size_gib=50), local_volume("small", "n2", size_gib=10)]
     claims = [claim("c0", size_gib=10), claim("c1", size_gib=40)]
-    members = [
-        with_claims(pod(f"w{i}", group="job", created=float(i)), f"c{i}") for i in range(2)
-    ]
+    members = [with_claims(pod(f"w{i}", group="job", created=float(i)), f"c{i}") for i in range(2)]
     book = volume_book(claims=claims, volumes=volumes)
     report = step(volume_cluster(NODES, members, [group("job", 2)], book=book))
     assert report.result == "scheduled" and report.strategy != "greedy"
