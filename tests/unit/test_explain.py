@@ -15,6 +15,7 @@ from gangsched.core.cluster import ClusterState
 from gangsched.core.preemption import build_preemptor
 from gangsched.explain import NOTHING_PENDING, Explanation, NotFound, explain, render
 from gangsched.explain.sources import from_manifests
+from tests.builders import raw_node, raw_pod, raw_pod_group, raw_priority_class
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -35,57 +36,6 @@ def write(tmp_path: Path, docs: list[dict[str, Any]]) -> Path:
     path = tmp_path / "input.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     return path
-
-
-def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> dict[str, Any]:
-    alloc = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "status": {"capacity": alloc, "allocatable": alloc},
-    }
-
-
-def pod(name: str, cpu: str, *, group: str | None = None, **spec: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "default"}
-    if group:
-        meta["labels"] = {"pod-group.scheduling.sigs.k8s.io": group}
-    for key in ("deletionTimestamp",):
-        if key in spec:
-            meta[key] = spec.pop(key)
-    status = spec.pop("status", None)
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {
-            "schedulerName": spec.pop("schedulerName", "gangsched"),
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-            **spec,
-        },
-    }
-    if status:
-        body["status"] = status
-    return body
-
-
-def pod_group(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"minMember": min_member, **spec},
-    }
-
-
-def priority_class(name: str, value: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-    }
 
 
 # ------------------------------------------------------------------------------- analysis
@@ -138,7 +88,7 @@ def test_a_gang_that_fits_lists_its_placements() -> None:
 
 
 def test_waiting_for_members_counts_the_missing(tmp_path: Path) -> None:
-    path = write(tmp_path, [node("n1"), pod_group("g", 3), pod("g-0", "1", group="g")])
+    path = write(tmp_path, [raw_node("n1"), raw_pod_group("g", 3), raw_pod("g-0", "1", group="g")])
     e = run([path], "default/g")
     assert e.result == "waiting"
     [group] = e.groups
@@ -149,11 +99,11 @@ def test_waiting_for_members_counts_the_missing(tmp_path: Path) -> None:
 
 def test_finished_members_are_not_counted_as_present(tmp_path: Path) -> None:
     docs = [
-        node("n1"),
-        pod_group("g", 2),
-        pod("g-0", "1", group="g", nodeName="n1", status={"phase": "Succeeded"}),
-        pod("g-1", "1", group="g", nodeName="n1", status={"phase": "Failed"}),
-        pod("g-2", "1", group="g"),
+        raw_node("n1"),
+        raw_pod_group("g", 2),
+        raw_pod("g-0", "1", group="g", node_name="n1", phase="Succeeded"),
+        raw_pod("g-1", "1", group="g", node_name="n1", phase="Failed"),
+        raw_pod("g-2", "1", group="g"),
     ]
     e = run([write(tmp_path, docs)], "default/g")
     assert e.result == "waiting"
@@ -168,7 +118,7 @@ def test_finished_members_are_not_counted_as_present(tmp_path: Path) -> None:
 
 
 def test_pods_naming_a_missing_pod_group(tmp_path: Path) -> None:
-    path = write(tmp_path, [node("n1"), pod("x-0", "1", group="ghost")])
+    path = write(tmp_path, [raw_node("n1"), raw_pod("x-0", "1", group="ghost")])
     e = run([path], "default/ghost")
     [group] = e.groups
     assert not group.exists
@@ -179,13 +129,13 @@ def test_pods_naming_a_missing_pod_group(tmp_path: Path) -> None:
 
 def test_unresolvable_reasons_and_preemption_cannot_help(tmp_path: Path) -> None:
     docs = [
-        priority_class("low", 10),
-        priority_class("high", 100),
-        node("n1", labels={"zone": "a"}),
-        node("n2", labels={"zone": "b"}),
-        pod("low-0", "4", nodeName="n1", priorityClassName="low", schedulerName="other"),
-        pod_group("g", 1),
-        pod("g-0", "1", group="g", priorityClassName="high", nodeSelector={"zone": "c"}),
+        raw_priority_class("low", 10),
+        raw_priority_class("high", 100),
+        raw_node("n1", labels={"zone": "a"}),
+        raw_node("n2", labels={"zone": "b"}),
+        raw_pod("low-0", "4", node="n1", priorityClassName="low", scheduler="other"),
+        raw_pod_group("g", 1),
+        raw_pod("g-0", "1", group="g", priorityClassName="high", nodeSelector={"zone": "c"}),
     ]
     e = run([write(tmp_path, docs)], "default/g")
     assert e.result == "unschedulable"
@@ -199,19 +149,19 @@ def test_unresolvable_reasons_and_preemption_cannot_help(tmp_path: Path) -> None
 
 def test_victims_still_terminating_on_nominated_nodes(tmp_path: Path) -> None:
     docs = [
-        priority_class("low", 10),
-        priority_class("high", 100),
-        node("n1"),
-        pod(
+        raw_priority_class("low", 10),
+        raw_priority_class("high", 100),
+        raw_node("n1"),
+        raw_pod(
             "victim",
             "4",
-            nodeName="n1",
+            node="n1",
             priorityClassName="low",
-            schedulerName="other",
-            deletionTimestamp="2026-01-01T00:00:00Z",
+            scheduler="other",
+            metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"},
         ),
-        pod_group("g", 1),
-        pod(
+        raw_pod_group("g", 1),
+        raw_pod(
             "g-0",
             "2",
             group="g",

@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.model import NodeConstraints
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from tests.builders import cluster, group, node, pod
 
@@ -37,7 +36,7 @@ def clusters(draw: st.DrawFn) -> ClusterState:
     pods = []
     for i in range(draw(st.integers(0, 4))):
         target = draw(st.sampled_from(nodes))
-        pods.append(pod(f"run-{i}", cpu=draw(st.sampled_from([0.5, 1, 2])), node_name=target.name))
+        pods.append(pod(f"run-{i}", cpu=draw(st.sampled_from([0.5, 1, 2])), node=target.name))
     groups = []
     created = 0.0
     for g in range(draw(st.integers(1, 3))):
@@ -46,14 +45,13 @@ def clusters(draw: st.DrawFn) -> ClusterState:
         for m in range(size):
             created += 1
             zone = draw(st.sampled_from([None, "a", "b"]))
-            constraints = NodeConstraints(node_selector=(("zone", zone),)) if zone else None
             pods.append(
                 pod(
                     f"g{g}-{m}",
                     group=f"g{g}",
                     cpu=draw(st.sampled_from([0.5, 1, 2, 3])),
                     created=created,
-                    constraints=constraints,
+                    node_selector={"zone": zone} if zone else None,
                 )
             )
     # Running pods may overcommit a node in the input; keep inputs valid.

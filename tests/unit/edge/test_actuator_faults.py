@@ -17,8 +17,7 @@ from gangsched.edge.cache import ClusterCache
 from gangsched.edge.events import EventRecorder
 from gangsched.edge.kube import KubeError
 from gangsched.edge.metrics import Metrics
-
-from .test_cache import raw_group, raw_node, raw_pod
+from tests.builders import raw_node, raw_pod, raw_pod_group
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
@@ -62,7 +61,7 @@ def setup(min_member: int = 3, size: int = 3) -> tuple[FakeKube, ClusterCache, A
     scheduler = Scheduler(ClusterState(scheduler_name="gangsched"))
     cache = ClusterCache(scheduler, clock=lambda: 0.0)
     cache.nodes().replace([raw_node("n1", cpu="8")])
-    cache.pod_groups().replace([raw_group("g", min_member)])
+    cache.pod_groups().replace([raw_pod_group("g", min_member)])
     cache.pods().replace([raw_pod(f"g-{i}", group="g") for i in range(size)])
     actuator = Actuator(
         kube=kube,  # type: ignore[arg-type]
@@ -114,7 +113,7 @@ async def test_extra_member_deleted_does_not_stop_a_gang_above_min_member() -> N
 async def test_podgroup_deleted_between_decision_and_bind_binds_nothing() -> None:
     kube, cache, actuator = setup()
     decide(cache, actuator)
-    cache.pod_groups().delete(raw_group("g", 3))
+    cache.pod_groups().delete(raw_pod_group("g", 3))
     await actuator.drain()
     assert kube.binds == []
     # Retried after its backoff (the actuator's clock is monotonic): members wait for it.
@@ -133,7 +132,7 @@ async def test_node_deleted_between_decision_and_bind_binds_nothing_there() -> N
 
 async def test_invalid_podgroup_update_drops_the_old_spec() -> None:
     _, cache, _ = setup()
-    bad = raw_group("g", 3)
+    bad = raw_pod_group("g", 3)
     bad["spec"]["minMember"] = "three"
     cache.pod_groups().upsert(bad)
     assert "PodGroup/default/g" in cache.problems
@@ -212,7 +211,7 @@ async def test_a_new_leader_finishes_half_bound_gangs_before_any_other() -> None
     cache = operator.cache
     cache.clock = lambda: 0.0
     cache.nodes().replace([raw_node("n1", cpu="3")])
-    cache.pod_groups().replace([raw_group("half", 3), raw_group("older", 2)])
+    cache.pod_groups().replace([raw_pod_group("half", 3), raw_pod_group("older", 2)])
     half = [raw_pod(f"half-{i}", group="half", node="n1" if i == 0 else None) for i in range(3)]
     for p in half:
         p["metadata"]["creationTimestamp"] = "2026-01-01T00:10:00Z"

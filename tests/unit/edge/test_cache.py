@@ -2,60 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from gangsched.core.cluster import ClusterState
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.edge.cache import ClusterCache
-
-
-def raw_node(name: str, cpu: str = "4") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
-    }
-
-
-def raw_pod(
-    name: str,
-    *,
-    cpu: str = "1",
-    node: str | None = None,
-    group: str | None = None,
-    scheduler: str = "gangsched",
-    **meta: Any,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    labels = {"pod-group.scheduling.sigs.k8s.io": group} if group else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"u-{name}",
-            "labels": labels,
-            **meta,
-        },
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
-
-
-def raw_group(name: str, min_member: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default", "uid": f"g-{name}"},
-        "spec": {"minMember": min_member},
-    }
+from tests.builders import OTHER_SCHEDULER as OTHER
+from tests.builders import SCHEDULER, raw_node, raw_pod, raw_pod_group
 
 
 def make() -> tuple[ClusterCache, Scheduler]:
@@ -66,12 +17,12 @@ def make() -> tuple[ClusterCache, Scheduler]:
 def test_relist_builds_state_and_queues_pending_gangs() -> None:
     cache, scheduler = make()
     cache.nodes().replace([raw_node("n1"), raw_node("n2")])
-    cache.pod_groups().replace([raw_group("g", 2)])
+    cache.pod_groups().replace([raw_pod_group("g", 2)])
     cache.pods().replace(
         [
             raw_pod("g-0", group="g"),
             raw_pod("g-1", group="g"),
-            raw_pod("other", node="n1", scheduler="default-scheduler"),
+            raw_pod("other", node="n1", scheduler=OTHER),
         ]
     )
     assert set(scheduler.cluster.nodes) == {"n1", "n2"}
@@ -84,9 +35,11 @@ def test_relist_builds_state_and_queues_pending_gangs() -> None:
 def test_relist_forgets_pods_deleted_while_disconnected() -> None:
     cache, scheduler = make()
     cache.nodes().replace([raw_node("n1")])
-    cache.pods().replace([raw_pod("a", node="n1"), raw_pod("b", node="n1")])
+    cache.pods().replace(
+        [raw_pod("a", node="n1", scheduler=SCHEDULER), raw_pod("b", node="n1", scheduler=SCHEDULER)]
+    )
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 2000
-    cache.pods().replace([raw_pod("a", node="n1")])
+    cache.pods().replace([raw_pod("a", node="n1", scheduler=SCHEDULER)])
     assert set(scheduler.cluster.pods) == {"default/a"}
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
 
@@ -104,7 +57,7 @@ def test_assumed_bind_survives_a_stale_pending_event() -> None:
     assert scheduler.cluster.pods[placed.pod].node_name == "n1"
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
     # Once the pod shows up bound, the assumption is dropped.
-    cache.pods().upsert(raw_pod(placed.pod.split("/")[1], node="n1"))
+    cache.pods().upsert(raw_pod(placed.pod.split("/")[1], node="n1", scheduler=SCHEDULER))
     assert placed.pod not in cache.assumed
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
 
@@ -114,14 +67,12 @@ def test_deleting_a_bound_pod_frees_capacity_and_wakes_unschedulable_gangs() -> 
     cache, scheduler = make()
     cache.on_change = lambda: woken.append(True)
     cache.nodes().replace([raw_node("n1", cpu="1")])
-    cache.pods().replace(
-        [raw_pod("busy", node="n1", scheduler="default-scheduler"), raw_pod("wants")]
-    )
+    cache.pods().replace([raw_pod("busy", node="n1", scheduler=OTHER), raw_pod("wants")])
     report = scheduler.step(0.0)
     assert report is not None and report.result == "unschedulable"
     assert scheduler.queue.counts()["unschedulable"] == 1
     woken.clear()
-    cache.pods().delete(raw_pod("busy", node="n1"))
+    cache.pods().delete(raw_pod("busy", node="n1", scheduler=SCHEDULER))
     assert woken
     assert scheduler.queue.counts()["unschedulable"] == 0
     report = scheduler.step(100.0)
@@ -142,7 +93,7 @@ def test_unreadable_pod_is_reported_not_crashing() -> None:
 def test_pdb_without_status_gets_computed_disruptions() -> None:
     cache, scheduler = make()
     cache.nodes().replace([raw_node("n1")])
-    pods = [raw_pod(f"p{i}", node="n1", scheduler="default-scheduler") for i in range(3)]
+    pods = [raw_pod(f"p{i}", node="n1", scheduler=OTHER) for i in range(3)]
     for p in pods:
         p["metadata"]["labels"] = {"app": "db"}
     cache.pods().replace(pods)
@@ -165,7 +116,7 @@ def _preempting() -> tuple[ClusterCache, Scheduler]:
     scheduler = Scheduler(ClusterState(scheduler_name="gangsched"), preemptor=build_preemptor())
     cache = ClusterCache(scheduler, clock=lambda: 0.0)
     cache.nodes().replace([raw_node("n1", cpu="4")])
-    low = raw_pod("low", cpu="4", node="n1")
+    low = raw_pod("low", cpu="4", node="n1", scheduler=SCHEDULER)
     high = raw_pod("high", cpu="4")
     high["spec"]["priority"] = 1000
     cache.pods().replace([low, high])
@@ -184,16 +135,16 @@ def _evictions(scheduler: Scheduler) -> list[str]:
 def test_a_victim_being_evicted_is_not_preempted_again_before_the_watch_shows_it() -> None:
     cache, scheduler = _preempting()
     assert _evictions(scheduler) == ["default/low"]
-    cache.evict("default/low", "u-low")  # what the actuator does as it sends the eviction
+    cache.evict("default/low", "uid-default-low")  # what the actuator does as it sends the eviction
     # The DisruptionTarget condition arrives first, still without a deletionTimestamp.
-    update = raw_pod("low", cpu="4", node="n1")
+    update = raw_pod("low", cpu="4", node="n1", scheduler=SCHEDULER)
     update["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
     cache.pods().upsert(update)
     assert scheduler.cluster.pods["default/low"].terminating
     assert _evictions(scheduler) == []  # waits for its victim instead of evicting it twice
     # Then the deletion lands: the overlay is no longer needed.
     cache.pods().upsert(
-        raw_pod("low", cpu="4", node="n1", deletionTimestamp="2026-01-01T00:00:00Z")
+        raw_pod("low", cpu="4", node="n1", metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"})
     )
     assert "default/low" not in cache.evicting
 
@@ -201,8 +152,8 @@ def test_a_victim_being_evicted_is_not_preempted_again_before_the_watch_shows_it
 def test_a_failed_eviction_makes_the_victim_eligible_again() -> None:
     cache, scheduler = _preempting()
     assert _evictions(scheduler) == ["default/low"]
-    cache.evict("default/low", "u-low")
-    cache.eviction_failed("default/low", "u-low")
+    cache.evict("default/low", "uid-default-low")
+    cache.eviction_failed("default/low", "uid-default-low")
     assert not scheduler.cluster.pods["default/low"].terminating
     assert _evictions(scheduler) == ["default/low"]
 

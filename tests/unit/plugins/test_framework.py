@@ -12,8 +12,11 @@ from gangsched.core.model import Taint
 from gangsched.core.plugins import build_framework
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import snapshot
 
-from .conftest import context, make_node, make_pod, snapshot
+from .probe import context
 
 
 def diagnose_message(snap: Snapshot, **pod: Any) -> str:

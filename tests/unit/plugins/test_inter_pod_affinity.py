@@ -25,8 +25,11 @@ from gangsched.core.plugins.inter_pod_affinity import (
 )
 from gangsched.core.snapshot import Snapshot
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import selector, snapshot
 
-from .conftest import context, make_node, make_pod, passing, rejections, selector, snapshot
+from .probe import context, passing, rejections
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

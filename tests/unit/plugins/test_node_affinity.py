@@ -12,8 +12,11 @@ from gangsched.core.labels import NodeSelectorTerm, Requirement
 from gangsched.core.model import PreferredNodeTerm
 from gangsched.core.plugins.node_affinity import REASON, NodeAffinity, PreferredNodeAffinity
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import req, snapshot, term
 
-from .conftest import context, make_node, make_pod, passing, rejections, req, scores, snapshot, term
+from .probe import context, passing, rejections, scores
 
 
 # --------------------------------------------------------------------------- requirements

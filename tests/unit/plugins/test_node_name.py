@@ -6,8 +6,11 @@ import pytest
 
 from gangsched.core.plugins.node_name import REASON, NodeName
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import snapshot
 
-from .conftest import context, make_node, make_pod, passing, rejections, snapshot
+from .probe import context, passing, rejections
 
 NODES = ["a", "b", "c"]
 

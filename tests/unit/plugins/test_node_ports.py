@@ -7,8 +7,11 @@ import pytest
 from gangsched.core.model import HostPort
 from gangsched.core.plugins.node_ports import REASON, NodePorts
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import snapshot
 
-from .conftest import context, make_node, make_pod, passing, rejections, snapshot
+from .probe import context, passing, rejections
 
 
 def port(number: int, protocol: str = "TCP", ip: str = "") -> HostPort:

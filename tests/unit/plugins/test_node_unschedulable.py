@@ -7,8 +7,11 @@ import pytest
 from gangsched.core.model import Toleration
 from gangsched.core.plugins.node_unschedulable import REASON, NodeUnschedulable
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import snapshot
 
-from .conftest import make_node, make_pod, passing, rejections, snapshot
+from .probe import passing, rejections
 
 KEY = "node.kubernetes.io/unschedulable"
 

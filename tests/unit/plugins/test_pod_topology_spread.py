@@ -28,19 +28,11 @@ from gangsched.core.plugins.pod_topology_spread import (
 from gangsched.core.plugins.taint_toleration import first_untolerated
 from gangsched.core.snapshot import Snapshot
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import req, selector, snapshot, term
 
-from .conftest import (
-    context,
-    make_node,
-    make_pod,
-    passing,
-    rejections,
-    req,
-    scores,
-    selector,
-    snapshot,
-    term,
-)
+from .probe import context, passing, rejections, scores
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -11,8 +11,11 @@ import pytest
 from gangsched.core.model import Dialect, GroupRef, Node, Pod
 from gangsched.core.plugins.resources_fit import ResourcesFit
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import snapshot
 
-from .conftest import context, make_node, make_pod, passing, rejections, snapshot
+from .probe import context, passing, rejections
 
 GPU = "nvidia.com/gpu"
 
@@ -39,21 +42,21 @@ def used(node: str, name: str, **kw: Any) -> Pod:
 
 CASES = [
     Case("small pod fits everywhere", make_pod(cpu="500m", memory="1Gi")),
-    Case("no requests: only the pod count matters", make_pod()),
+    Case("no requests: only the pod count matters", make_pod(cpu=None, memory=None)),
     Case(
         "CPU larger than an empty node cannot be fixed by eviction",
-        make_pod(cpu="4"),
+        make_pod(cpu="4", memory=None),
         rejected={"cpu-small": [("Insufficient cpu", Code.UNRESOLVABLE)]},
     ),
     Case(
         "CPU taken by running pods can be freed",
-        make_pod(cpu="1"),
+        make_pod(cpu="1", memory=None),
         [used("cpu-small", "a", cpu="1500m")],
         {"cpu-small": [("Insufficient cpu", Code.UNSCHEDULABLE)]},
     ),
     Case(
         "exact fit is a fit",
-        make_pod(cpu="500m"),
+        make_pod(cpu="500m", memory=None),
         [used("cpu-small", "a", cpu="1500m")],
     ),
     Case(
@@ -79,7 +82,7 @@ CASES = [
     ),
     Case(
         "extended resources: only the GPU node has them",
-        make_pod(cpu="1", extra={GPU: 1}),
+        make_pod(cpu="1", extra={GPU: 1}, memory=None),
         rejected={
             "cpu-small": [(f"Insufficient {GPU}", Code.UNRESOLVABLE)],
             "cpu-big": [(f"Insufficient {GPU}", Code.UNRESOLVABLE)],
@@ -87,7 +90,7 @@ CASES = [
     ),
     Case(
         "extended resources in use",
-        make_pod(extra={GPU: 1}),
+        make_pod(extra={GPU: 1}, cpu=None, memory=None),
         [used("gpu", "a", extra={GPU: 2})],
         {
             "cpu-small": [(f"Insufficient {GPU}", Code.UNRESOLVABLE)],
@@ -97,7 +100,7 @@ CASES = [
     ),
     Case(
         "a resource no node offers",
-        make_pod(extra={"example.com/fpga": 1}),
+        make_pod(extra={"example.com/fpga": 1}, cpu=None, memory=None),
         rejected={
             name: [("Insufficient example.com/fpga", Code.UNRESOLVABLE)]
             for name in ("cpu-small", "cpu-big", "gpu")
@@ -105,14 +108,14 @@ CASES = [
     ),
     Case(
         "Too many pods",
-        make_pod(),
+        make_pod(cpu=None, memory=None),
         [used("cpu-small", f"p{i}") for i in range(3)],
         {"cpu-small": [("Too many pods", Code.UNSCHEDULABLE)]},
     ),
     Case(
         "finished pods hold nothing",
-        make_pod(cpu="2"),
-        [make_pod("done", node="cpu-small", cpu="2", phase="Succeeded")],
+        make_pod(cpu="2", memory=None),
+        [make_pod("done", node="cpu-small", cpu="2", phase="Succeeded", memory=None)],
     ),
 ]
 
@@ -140,10 +143,10 @@ GANG = GroupRef(Dialect.SIGS, "default", "gang")
 def test_capacity_reserved_for_nominated_pods(
     priority: int, group: GroupRef | None, fits: bool
 ) -> None:
-    snap = snapshot([make_node("n", cpu="4")])
-    nominated = make_pod("preemptor", cpu="3", priority=10, group=GANG, nominated_node_name="n")
+    snap = snapshot([make_node("n", cpu="4", memory="8Gi")])
+    nominated = make_pod("preemptor", cpu="3", priority=10, group=GANG, nominated="n", memory=None)
     snap.nominate(nominated, 0)
-    pod = make_pod(cpu="2", priority=priority, group=group)
+    pod = make_pod(cpu="2", priority=priority, group=group, memory=None)
     assert passing(ResourcesFit(), pod, snap) == (["n"] if fits else [])
     if not fits:
         assert rejections(ResourcesFit(), pod, snap) == {
@@ -152,15 +155,15 @@ def test_capacity_reserved_for_nominated_pods(
 
 
 def test_pods_assumed_in_the_cycle_use_capacity() -> None:
-    snap = snapshot([make_node("n", cpu="4")])
-    snap.assume(make_pod("a", cpu="3"), 0)
-    assert passing(ResourcesFit(), make_pod(cpu="2"), snap) == []
-    assert passing(ResourcesFit(), make_pod(cpu="1"), snap) == ["n"]
+    snap = snapshot([make_node("n", cpu="4", memory="8Gi")])
+    snap.assume(make_pod("a", cpu="3", memory=None), 0)
+    assert passing(ResourcesFit(), make_pod(cpu="2", memory=None), snap) == []
+    assert passing(ResourcesFit(), make_pod(cpu="1", memory=None), snap) == ["n"]
 
 
 def test_filter_respects_candidates() -> None:
     snap = snapshot(nodes())
-    pod = make_pod(cpu="1")
+    pod = make_pod(cpu="1", memory=None)
     ctx = context(pod, snap)
     result = ResourcesFit().filter(ctx, snap, np.array([True, False, True]))
     assert result.tolist() == [True, False, True]

@@ -13,8 +13,11 @@ from gangsched.core.plugins.balanced_allocation import BalancedAllocation
 from gangsched.core.plugins.least_allocated import LeastAllocated
 from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.snapshot import Snapshot
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import snapshot
 
-from .conftest import context, make_node, make_pod, scores, snapshot
+from .probe import context, scores
 
 CPU_MEM = {"cpu": 1.0, "memory": 1.0}
 
@@ -22,7 +25,11 @@ CPU_MEM = {"cpu": 1.0, "memory": 1.0}
 def cluster() -> Snapshot:
     """Three 4-CPU / 8Gi nodes: empty, half used evenly, and CPU-heavy."""
     return snapshot(
-        [make_node("empty"), make_node("half"), make_node("cpu-heavy")],
+        [
+            make_node("empty", memory="8Gi"),
+            make_node("half", memory="8Gi"),
+            make_node("cpu-heavy", memory="8Gi"),
+        ],
         [
             make_pod("h", node="half", cpu="2", memory="4Gi"),
             make_pod("c", node="cpu-heavy", cpu="3", memory="1Gi"),
@@ -71,7 +78,7 @@ def test_resource_weights() -> None:
 )
 def test_best_effort_pods_score_as_default_requests(plugin: ScorePlugin) -> None:
     snap = snapshot([make_node("n", cpu="1", memory="1Gi")])
-    best_effort = scores(plugin, make_pod(), snap)
+    best_effort = scores(plugin, make_pod(cpu=None, memory=None), snap)
     as_default = scores(plugin, make_pod(cpu=f"{DEFAULT_MILLI_CPU}m", memory=DEFAULT_MEMORY), snap)
     assert best_effort == pytest.approx(as_default)
 
@@ -79,9 +86,9 @@ def test_best_effort_pods_score_as_default_requests(plugin: ScorePlugin) -> None
 def test_best_effort_values() -> None:
     snap = snapshot([make_node("n", cpu="1", memory="1Gi")])
     cpu_free, memory_free = 1 - 0.1, 1 - 200 / 1024
-    assert scores(LeastAllocated(CPU_MEM), make_pod(), snap)["n"] == pytest.approx(
-        (cpu_free + memory_free) * 50
-    )
+    assert scores(LeastAllocated(CPU_MEM), make_pod(cpu=None, memory=None), snap)[
+        "n"
+    ] == pytest.approx((cpu_free + memory_free) * 50)
 
 
 def test_best_effort_pods_still_spread() -> None:
@@ -90,13 +97,13 @@ def test_best_effort_pods_still_spread() -> None:
         [make_node("a", cpu="1", memory="1Gi"), make_node("b", cpu="1", memory="1Gi")],
         [make_pod("x", node="a", cpu="500m", memory="512Mi")],
     )
-    result = scores(LeastAllocated(CPU_MEM), make_pod(), snap)
+    result = scores(LeastAllocated(CPU_MEM), make_pod(cpu=None, memory=None), snap)
     assert result["b"] > result["a"]
 
 
 def test_zero_request_only_in_one_resource_gets_the_default_for_that_one() -> None:
     snap = snapshot([make_node("n", cpu="1", memory="1Gi")])
-    result = scores(LeastAllocated(CPU_MEM), make_pod(cpu="500m"), snap)
+    result = scores(LeastAllocated(CPU_MEM), make_pod(cpu="500m", memory=None), snap)
     assert result["n"] == pytest.approx((0.5 + (1 - 200 / 1024)) * 50)
 
 

@@ -7,8 +7,11 @@ import pytest
 from gangsched.core.model import Taint, Toleration
 from gangsched.core.plugins.taint_toleration import PreferNoScheduleTaints, TaintToleration
 from gangsched.core.status import Code
+from tests.builders import node as make_node
+from tests.builders import pod as make_pod
+from tests.builders import snapshot
 
-from .conftest import make_node, make_pod, passing, rejections, scores, snapshot
+from .probe import passing, rejections, scores
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 EVICT = Taint("maintenance", "true", "NoExecute")

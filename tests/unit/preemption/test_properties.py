@@ -24,21 +24,9 @@ from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import gang_priority, victim_priority
 from gangsched.core.scheduler import PreemptionOutcome
 from gangsched.core.status import Code
+from tests.builders import budget, cluster, group, lone, node, pod, ref
 
-from ._builders import (
-    budget,
-    cluster,
-    gang_of,
-    group,
-    lone,
-    node,
-    nominations,
-    overcommitted,
-    pod,
-    preempt,
-    ref,
-    settle,
-)
+from .drive import gang_of, nominations, overcommitted, preempt, settle
 
 PRIOS = [0, 10, 20, 50, 100]
 PREEMPTOR_PRIO = 50
@@ -56,7 +44,7 @@ REPEL = (
 class Running:
     node: int
     cpu: int
-    prio: int
+    priority: int
     group: int | None  # index into the victim groups
     created: int
     protected: bool
@@ -102,7 +90,7 @@ def specs(draw: st.DrawFn) -> Spec:
             Running(
                 node=where,
                 cpu=cpu,
-                prio=draw(st.sampled_from(PRIOS)),
+                priority=draw(st.sampled_from(PRIOS)),
                 group=draw(st.sampled_from([None, None, 0, 1])),
                 created=i,
                 protected=draw(st.booleans()),
@@ -126,7 +114,7 @@ def specs(draw: st.DrawFn) -> Spec:
 
 
 def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[ClusterState, GroupRef]:
-    nodes = [node(f"n{i}", cpu) for i, cpu in enumerate(spec.nodes)]
+    nodes = [node(f"n{i}", f"{cpu}m") for i, cpu in enumerate(spec.nodes)]
     pods: list[Pod] = []
     used_groups: set[int] = set()
     for i, r in enumerate(spec.running):
@@ -137,8 +125,8 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
             used_groups.add(r.group)
         running = pod(
             name,
-            r.cpu,
-            prio=r.prio,
+            f"{r.cpu}m",
+            priority=r.priority,
             node=f"n{r.node}",
             group=f"v{r.group}" if r.group is not None else None,
             created=r.created,
@@ -150,24 +138,31 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
             running = dataclasses.replace(running, anti_affinity=REPEL)
         pods.append(running)
     groups = [
-        group(f"v{g}", 1, prio=spec.group_modes[g][1], mode=spec.group_modes[g][0])
+        group(f"v{g}", 1, priority=spec.group_modes[g][1], mode=spec.group_modes[g][0])
         for g in sorted(used_groups)
     ]
     if spec.as_group:
         groups.append(group("gang", spec.min_member))
         key = ref("gang")
         members = [
-            pod(f"g{i}", cpu, prio=PREEMPTOR_PRIO, group="gang", created=100 + i, labels=ROLE)
+            pod(
+                f"g{i}",
+                f"{cpu}m",
+                priority=PREEMPTOR_PRIO,
+                group="gang",
+                created=100 + i,
+                labels=ROLE,
+            )
             for i, cpu in enumerate(spec.gang)
         ]
     else:
         key = lone("g0")
-        members = [pod("g0", spec.gang[0], prio=PREEMPTOR_PRIO, created=100, labels=ROLE)]
+        members = [pod("g0", f"{spec.gang[0]}m", priority=PREEMPTOR_PRIO, created=100, labels=ROLE)]
     if spec.gang_port:
         members = [dataclasses.replace(m, host_ports=PORT) for m in members]
     pods.extend(members)
     budgets = [] if spec.allowed is None else [budget("protected", spec.allowed, app="protected")]
-    return cluster(nodes, pods, groups, budgets), key
+    return cluster(nodes, pods, groups, budgets=budgets), key
 
 
 def cost_of(outcome: PreemptionOutcome, state: ClusterState, key: GroupRef) -> Cost:

@@ -8,22 +8,16 @@ from __future__ import annotations
 import pytest
 
 from gangsched.core.decisions import Event, Evict, Nominate, SetCondition
-from gangsched.core.model import DisruptionMode
+from gangsched.core.model import DisruptionMode, Pod
 from gangsched.core.preemption import KEP, MINCOST, build_preemptor
+from tests.builders import Quantity, budget, cluster, group, lone, node, pod, ref
 
-from ._builders import (
-    budget,
-    cluster,
+from .drive import (
     disruption_conditions,
     events,
-    group,
-    lone,
-    node,
     nominations,
     overcommitted,
-    pod,
     preempt,
-    ref,
     settle,
     victims,
 )
@@ -32,8 +26,13 @@ BOTH = pytest.mark.parametrize("strategy", [KEP, MINCOST])
 LOW, MID, HIGH = 10, 50, 100
 
 
-def _gang(name: str, n: int, cpu: int, *, prio: int = HIGH, start: float = 100.0) -> list:
-    return [pod(f"{name}-{i + 1}", cpu, prio=prio, group=name, created=start + i) for i in range(n)]
+def _gang(
+    name: str, n: int, cpu: Quantity, *, priority: int = HIGH, start: float = 100.0
+) -> list[Pod]:
+    return [
+        pod(f"{name}-{i + 1}", cpu, priority=priority, group=name, created=start + i)
+        for i in range(n)
+    ]
 
 
 # ------------------------------------------------------------------- public scenarios
@@ -41,9 +40,9 @@ def _gang(name: str, n: int, cpu: int, *, prio: int = HIGH, start: float = 100.0
 def test_full_preemption(strategy: str) -> None:
     """wap-full-preemption: 3 low pods fill the node; a 3-pod gang evicts all of them."""
     state = cluster(
-        [node("n1", 3000)],
-        [pod(f"low-{i}", prio=LOW, node="n1", created=i) for i in (1, 2, 3)]
-        + _gang("gang", 3, 1000),
+        [node("n1", 3)],
+        [pod(f"low-{i}", priority=LOW, node="n1", created=i) for i in (1, 2, 3)]
+        + _gang("gang", 3, 1),
         [group("gang", 3)],
     )
     outcome, _ = preempt(state, ref("gang"), strategy)
@@ -60,12 +59,12 @@ def test_pdb_reprieve(strategy: str) -> None:
     """wap-pdb-reprieve: the two PDB-protected pods are spared, only low-3 goes."""
     protected = {"app": "protected"}
     state = cluster(
-        [node("n1", 3000)],
+        [node("n1", 3)],
         [
-            pod("low-1", prio=LOW, node="n1", created=1, labels=protected),
-            pod("low-2", prio=LOW, node="n1", created=2, labels=protected),
-            pod("low-3", prio=LOW, node="n1", created=3),
-            *_gang("high", 2, 500),
+            pod("low-1", priority=LOW, node="n1", created=1, labels=protected),
+            pod("low-2", priority=LOW, node="n1", created=2, labels=protected),
+            pod("low-3", priority=LOW, node="n1", created=3),
+            *_gang("high", 2, "500m"),
         ],
         [group("high", 2)],
         [budget("protected", 0, app="protected")],
@@ -83,12 +82,12 @@ def test_pdb_reprieve(strategy: str) -> None:
 def test_pdb_violated_only_when_nothing_else_works(strategy: str) -> None:
     protected = {"app": "protected"}
     state = cluster(
-        [node("n1", 3000)],
+        [node("n1", 3)],
         [
-            pod("low-1", prio=LOW, node="n1", created=1, labels=protected),
-            pod("low-2", prio=LOW, node="n1", created=2, labels=protected),
-            pod("low-3", prio=LOW, node="n1", created=3),
-            *_gang("high", 2, 1000),
+            pod("low-1", priority=LOW, node="n1", created=1, labels=protected),
+            pod("low-2", priority=LOW, node="n1", created=2, labels=protected),
+            pod("low-3", priority=LOW, node="n1", created=3),
+            *_gang("high", 2, 1),
         ],
         [group("high", 2)],
         [budget("protected", 0, app="protected")],
@@ -103,10 +102,10 @@ def test_pdb_violated_only_when_nothing_else_works(strategy: str) -> None:
 def test_victim_all_mode(strategy: str) -> None:
     """wap-victim-all-mode: an All group goes whole for a 1-CPU pod (nothing cheaper)."""
     state = cluster(
-        [node("n1", 3000)],
-        [pod(f"v-{i}", prio=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
-        + [pod("preemptor", prio=HIGH, created=4)],
-        [group("victims", 3, prio=LOW, mode=DisruptionMode.ALL)],
+        [node("n1", 3)],
+        [pod(f"v-{i}", priority=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        + [pod("preemptor", priority=HIGH, created=4)],
+        [group("victims", 3, priority=LOW, mode=DisruptionMode.ALL)],
     )
     outcome, _ = preempt(state, lone("preemptor"), strategy)
     assert victims(outcome) == ["v-1", "v-2", "v-3"]
@@ -121,10 +120,10 @@ def test_victim_all_mode(strategy: str) -> None:
 @BOTH
 def test_victim_single_mode_evicts_one(strategy: str) -> None:
     state = cluster(
-        [node("n1", 3000)],
-        [pod(f"v-{i}", prio=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
-        + [pod("preemptor", prio=HIGH, created=4)],
-        [group("victims", 3, prio=LOW)],
+        [node("n1", 3)],
+        [pod(f"v-{i}", priority=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        + [pod("preemptor", priority=HIGH, created=4)],
+        [group("victims", 3, priority=LOW)],
     )
     outcome, _ = preempt(state, lone("preemptor"), strategy)
     assert victims(outcome) == ["v-3"]  # youngest of equal priority
@@ -137,10 +136,10 @@ def test_seed_walkthrough(strategy: str) -> None:
     state = cluster(
         [node("cn-beijing.1"), node("cn-beijing.2")],
         [
-            pod("lp-pod-1", 4000, prio=1000, node="cn-beijing.1", created=1),
-            pod("lp-pod-2", 4000, prio=1000, node="cn-beijing.2", created=2),
-            pod("hp-worker-1", 3000, prio=1_000_000, group="hp-training-job", created=3),
-            pod("hp-worker-2", 3000, prio=1_000_000, group="hp-training-job", created=4),
+            pod("lp-pod-1", 4, priority=1000, node="cn-beijing.1", created=1),
+            pod("lp-pod-2", 4, priority=1000, node="cn-beijing.2", created=2),
+            pod("hp-worker-1", 3, priority=1_000_000, group="hp-training-job", created=3),
+            pod("hp-worker-2", 3, priority=1_000_000, group="hp-training-job", created=4),
         ],
         [group("hp-training-job", 2)],
     )
@@ -165,18 +164,18 @@ def test_seed_walkthrough(strategy: str) -> None:
 @BOTH
 def test_decisions_per_victim_in_order(strategy: str) -> None:
     state = cluster(
-        [node("n1", 2000)],
+        [node("n1", 2)],
         [
-            pod("low", 2000, prio=LOW, node="n1", created=1),
-            *_gang("g", 2, 1000),
-            pod("pending-low", 1000, prio=1, nominated="n1", created=2),
+            pod("low", 2, priority=LOW, node="n1", created=1),
+            *_gang("g", 2, 1),
+            pod("pending-low", 1, priority=1, nominated="n1", created=2),
         ],
         [group("g", 2)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
     decisions = outcome.decisions
     noms = [d for d in decisions if isinstance(d, Nominate)]
-    assert Nominate("default/pending-low", "uid-pending-low", None) in noms
+    assert Nominate("default/pending-low", "uid-default-pending-low", None) in noms
     assert {(d.pod, d.node) for d in noms if d.node} == {
         ("default/g-1", "n1"),
         ("default/g-2", "n1"),
@@ -190,7 +189,7 @@ def test_decisions_per_victim_in_order(strategy: str) -> None:
     assert (event.regarding_kind, event.regarding, event.type) == ("Pod", "default/low", "Normal")
     assert (event.reason, event.action) == ("Preempted", "Preempting")
     assert (event.related_kind, event.related) == ("PodGroup", "default/g")
-    assert evict.uid == "uid-low" and evict.preemptor == ref("g")
+    assert evict.uid == "uid-default-low" and evict.preemptor == ref("g")
     assert outcome.strategy == strategy
 
 
@@ -198,13 +197,13 @@ def test_decisions_per_victim_in_order(strategy: str) -> None:
 @BOTH
 def test_lone_pod_preempts_pods(strategy: str) -> None:
     state = cluster(
-        [node("a", 2000), node("b", 2000)],
+        [node("a", 2), node("b", 2)],
         [
-            pod("a-1", prio=20, node="a", created=1),
-            pod("a-2", prio=20, node="a", created=2),
-            pod("b-1", prio=LOW, node="b", created=1),
-            pod("b-2", prio=30, node="b", created=2),
-            pod("p", prio=HIGH, created=5),
+            pod("a-1", priority=20, node="a", created=1),
+            pod("a-2", priority=20, node="a", created=2),
+            pod("b-1", priority=LOW, node="b", created=1),
+            pod("b-2", priority=30, node="b", created=2),
+            pod("p", priority=HIGH, created=5),
         ],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
@@ -215,15 +214,15 @@ def test_lone_pod_preempts_pods(strategy: str) -> None:
 @BOTH
 def test_lone_pod_preempts_groups(strategy: str) -> None:
     state = cluster(
-        [node("a", 2000), node("b", 2000)],
+        [node("a", 2), node("b", 2)],
         [
-            pod("ga-1", prio=LOW, node="a", group="ga", created=1),
-            pod("ga-2", prio=LOW, node="b", group="ga", created=2),
-            pod("keep", prio=HIGH, node="b", created=1),
-            pod("other", prio=HIGH, node="a", created=1),
-            pod("p", prio=HIGH, created=5),
+            pod("ga-1", priority=LOW, node="a", group="ga", created=1),
+            pod("ga-2", priority=LOW, node="b", group="ga", created=2),
+            pod("keep", priority=HIGH, node="b", created=1),
+            pod("other", priority=HIGH, node="a", created=1),
+            pod("p", priority=HIGH, created=5),
         ],
-        [group("ga", 2, prio=LOW, mode=DisruptionMode.ALL)],
+        [group("ga", 2, priority=LOW, mode=DisruptionMode.ALL)],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
     assert victims(outcome) == ["ga-1", "ga-2"]  # whole group, across nodes
@@ -234,9 +233,9 @@ def test_lone_pod_preempts_groups(strategy: str) -> None:
 @BOTH
 def test_group_preempts_pods(strategy: str) -> None:
     state = cluster(
-        [node("a", 2000), node("b", 2000), node("c", 2000)],
-        [pod(f"{n}-{i}", prio=LOW, node=n, created=i) for n in "abc" for i in (1, 2)]
-        + _gang("g", 3, 2000),
+        [node("a", 2), node("b", 2), node("c", 2)],
+        [pod(f"{n}-{i}", priority=LOW, node=n, created=i) for n in "abc" for i in (1, 2)]
+        + _gang("g", 3, 2),
         [group("g", 3)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
@@ -250,17 +249,17 @@ def test_group_preempts_pods(strategy: str) -> None:
 @BOTH
 def test_group_preempts_groups(strategy: str) -> None:
     state = cluster(
-        [node("a", 2000), node("b", 2000)],
+        [node("a", 2), node("b", 2)],
         [
-            pod("v1-1", prio=LOW, node="a", group="v1", created=1),
-            pod("v1-2", prio=LOW, node="b", group="v1", created=2),
-            pod("v2-1", prio=LOW, node="a", group="v2", created=3),
-            pod("v2-2", prio=LOW, node="b", group="v2", created=4),
-            *_gang("g", 2, 1000),
+            pod("v1-1", priority=LOW, node="a", group="v1", created=1),
+            pod("v1-2", priority=LOW, node="b", group="v1", created=2),
+            pod("v2-1", priority=LOW, node="a", group="v2", created=3),
+            pod("v2-2", priority=LOW, node="b", group="v2", created=4),
+            *_gang("g", 2, 1),
         ],
         [
-            group("v1", 2, prio=LOW, mode=DisruptionMode.ALL),
-            group("v2", 2, prio=LOW, mode=DisruptionMode.ALL),
+            group("v1", 2, priority=LOW, mode=DisruptionMode.ALL),
+            group("v2", 2, priority=LOW, mode=DisruptionMode.ALL),
             group("g", 2),
         ],
     )
@@ -275,13 +274,13 @@ def test_group_preempts_groups(strategy: str) -> None:
 def test_multi_node(strategy: str) -> None:
     """Four nodes, a gang of four 3-CPU pods: one victim per node, nothing more."""
     state = cluster(
-        [node(f"n{i}", 4000) for i in range(4)],
+        [node(f"n{i}", 4) for i in range(4)],
         [
-            pod(f"low-{i}-{j}", 1000, prio=LOW, node=f"n{i}", created=j)
+            pod(f"low-{i}-{j}", 1, priority=LOW, node=f"n{i}", created=j)
             for i in range(4)
             for j in range(4)
         ]
-        + _gang("g", 4, 3000),
+        + _gang("g", 4, 3),
         [group("g", 4)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
@@ -300,12 +299,12 @@ def test_multi_node(strategy: str) -> None:
 @BOTH
 def test_lowest_priority_first(strategy: str) -> None:
     state = cluster(
-        [node("n1", 3000)],
+        [node("n1", 3)],
         [
-            pod("p20", prio=20, node="n1", created=1),
-            pod("p10", prio=10, node="n1", created=2),
-            pod("p30", prio=30, node="n1", created=3),
-            *_gang("g", 2, 500),
+            pod("p20", priority=20, node="n1", created=1),
+            pod("p10", priority=10, node="n1", created=2),
+            pod("p30", priority=30, node="n1", created=3),
+            *_gang("g", 2, "500m"),
         ],
         [group("g", 2)],
     )
@@ -316,15 +315,15 @@ def test_lowest_priority_first(strategy: str) -> None:
 @BOTH
 def test_never_higher_or_equal_priority(strategy: str) -> None:
     state = cluster(
-        [node("n1", 3000)],
+        [node("n1", 3)],
         [
-            pod("eq", prio=HIGH, node="n1", created=1),
-            pod("hi", prio=HIGH + 1, node="n1", created=2),
-            pod("grp", prio=LOW, node="n1", group="eqgroup", created=3),
-            *_gang("g", 2, 1000),
+            pod("eq", priority=HIGH, node="n1", created=1),
+            pod("hi", priority=HIGH + 1, node="n1", created=2),
+            pod("grp", priority=LOW, node="n1", group="eqgroup", created=3),
+            *_gang("g", 2, 1),
         ],
         # The running pod says LOW but its group's priority is what counts.
-        [group("eqgroup", 1, prio=HIGH), group("g", 2)],
+        [group("eqgroup", 1, priority=HIGH), group("g", 2)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
     assert not outcome.started
@@ -335,9 +334,12 @@ def test_never_higher_or_equal_priority(strategy: str) -> None:
 @BOTH
 def test_group_priority_makes_pod_a_victim(strategy: str) -> None:
     state = cluster(
-        [node("n1", 1000)],
-        [pod("x", prio=HIGH + 5, node="n1", group="lowgroup", created=1), pod("p", prio=HIGH)],
-        [group("lowgroup", 1, prio=LOW)],
+        [node("n1", 1)],
+        [
+            pod("x", priority=HIGH + 5, node="n1", group="lowgroup", created=1),
+            pod("p", priority=HIGH),
+        ],
+        [group("lowgroup", 1, priority=LOW)],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
     assert victims(outcome) == ["x"]
@@ -347,9 +349,9 @@ def test_group_priority_makes_pod_a_victim(strategy: str) -> None:
 def test_gang_priority_from_podgroup(strategy: str) -> None:
     """A PodGroup's priority is the gang's priority (pods agree: validated by the cycle)."""
     state = cluster(
-        [node("n1", 1000)],
-        [pod("v", prio=LOW, node="n1"), pod("g-1", prio=HIGH, group="g", created=5)],
-        [group("g", 1, prio=HIGH)],
+        [node("n1", 1)],
+        [pod("v", priority=LOW, node="n1"), pod("g-1", priority=HIGH, group="g", created=5)],
+        [group("g", 1, priority=HIGH)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
     assert victims(outcome) == ["v"]
@@ -362,15 +364,15 @@ def test_all_groups_preempted_whole(strategy: str) -> None:
     """Only one of the group's pods is in the way, but the group is All: all of it goes,
     including the pod on the other node; a Single group would lose one pod."""
     state = cluster(
-        [node("a", 2000), node("b", 2000)],
+        [node("a", 2), node("b", 2)],
         [
-            pod("all-1", prio=LOW, node="a", group="all", created=1),
-            pod("all-2", prio=LOW, node="b", group="all", created=2),
-            pod("all-3", prio=LOW, node="b", group="all", created=3),
-            pod("hi-a", prio=HIGH, node="a", created=1),
-            *_gang("g", 2, 500),
+            pod("all-1", priority=LOW, node="a", group="all", created=1),
+            pod("all-2", priority=LOW, node="b", group="all", created=2),
+            pod("all-3", priority=LOW, node="b", group="all", created=3),
+            pod("hi-a", priority=HIGH, node="a", created=1),
+            *_gang("g", 2, "500m"),
         ],
-        [group("all", 3, prio=LOW, mode=DisruptionMode.ALL), group("g", 2)],
+        [group("all", 3, priority=LOW, mode=DisruptionMode.ALL), group("g", 2)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
     assert victims(outcome) == ["all-1", "all-2", "all-3"]
@@ -380,9 +382,9 @@ def test_all_groups_preempted_whole(strategy: str) -> None:
 @BOTH
 def test_cannot_help_selector_matches_nothing(strategy: str) -> None:
     state = cluster(
-        [node(f"n{i}", 1000) for i in range(3)],
-        [pod(f"low-{i}", prio=LOW, node=f"n{i}") for i in range(3)]
-        + [pod("p", prio=HIGH, selector={"gpu": "yes"})],
+        [node(f"n{i}", 1) for i in range(3)],
+        [pod(f"low-{i}", priority=LOW, node=f"n{i}") for i in range(3)]
+        + [pod("p", priority=HIGH, node_selector={"gpu": "yes"})],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
     assert not outcome.started
@@ -396,8 +398,8 @@ def test_cannot_help_selector_matches_nothing(strategy: str) -> None:
 @BOTH
 def test_cannot_help_request_larger_than_any_node(strategy: str) -> None:
     state = cluster(
-        [node(f"n{i}", 2000) for i in range(2)],
-        [pod(f"low-{i}", prio=LOW, node=f"n{i}") for i in range(2)] + _gang("g", 2, 3000),
+        [node(f"n{i}", 2) for i in range(2)],
+        [pod(f"low-{i}", priority=LOW, node=f"n{i}") for i in range(2)] + _gang("g", 2, 3),
         [group("g", 2)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
@@ -411,11 +413,11 @@ def test_cannot_help_request_larger_than_any_node(strategy: str) -> None:
 def test_cannot_help_when_only_part_of_the_gang_fits(strategy: str) -> None:
     """Evicting everything frees room for two of three members: preempt nothing."""
     state = cluster(
-        [node("a", 2000), node("b", 2000)],
+        [node("a", 2), node("b", 2)],
         [
-            pod("low-a", 2000, prio=LOW, node="a"),
-            pod("low-b", 2000, prio=LOW, node="b"),
-            *_gang("g", 3, 2000),
+            pod("low-a", 2, priority=LOW, node="a"),
+            pod("low-b", 2, priority=LOW, node="b"),
+            *_gang("g", 3, 2),
         ],
         [group("g", 3)],
     )
@@ -428,8 +430,8 @@ def test_cannot_help_when_only_part_of_the_gang_fits(strategy: str) -> None:
 @BOTH
 def test_no_preemption_when_the_gang_fits(strategy: str) -> None:
     state = cluster(
-        [node("n1", 4000)],
-        [pod("low", prio=LOW, node="n1"), *_gang("g", 2, 1000)],
+        [node("n1", 4)],
+        [pod("low", priority=LOW, node="n1"), *_gang("g", 2, 1)],
         [group("g", 2)],
     )
     _outcome, result = preempt(state, ref("g"), strategy)
@@ -442,18 +444,18 @@ def test_no_preemption_when_the_gang_fits(strategy: str) -> None:
 @pytest.mark.parametrize("where", ["pod", "group"])
 def test_preemption_policy_never(strategy: str, where: str) -> None:
     pods = [
-        pod("low", 2000, prio=LOW, node="n1"),
+        pod("low", 2, priority=LOW, node="n1"),
         pod(
             "g-1",
-            prio=HIGH,
+            priority=HIGH,
             group="g",
-            policy="Never" if where == "pod" else "PreemptLowerPriority",
+            preemption_policy="Never" if where == "pod" else "PreemptLowerPriority",
         ),
     ]
     state = cluster(
-        [node("n1", 2000)],
+        [node("n1", 2)],
         pods,
-        [group("g", 1, policy="Never" if where == "group" else None)],
+        [group("g", 1, preemption_policy="Never" if where == "group" else None)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
     assert not outcome.started
@@ -464,11 +466,11 @@ def test_preemption_policy_never(strategy: str, where: str) -> None:
 @BOTH
 def test_waits_for_terminating_victims(strategy: str) -> None:
     state = cluster(
-        [node("n1", 2000)],
+        [node("n1", 2)],
         [
-            pod("low", 2000, prio=LOW, node="n1", terminating=True),
-            pod("g-1", prio=HIGH, group="g", nominated="n1"),
-            pod("g-2", prio=HIGH, group="g", nominated="n1"),
+            pod("low", 2, priority=LOW, node="n1", terminating=True),
+            pod("g-1", priority=HIGH, group="g", nominated="n1"),
+            pod("g-2", priority=HIGH, group="g", nominated="n1"),
         ],
         [group("g", 2)],
     )
@@ -482,11 +484,11 @@ def test_waits_for_terminating_victims(strategy: str) -> None:
 @BOTH
 def test_terminating_pods_are_not_victims(strategy: str) -> None:
     state = cluster(
-        [node("n1", 3000)],
+        [node("n1", 3)],
         [
-            pod("going", 1000, prio=LOW, node="n1", terminating=True),
-            pod("low", 2000, prio=LOW, node="n1"),
-            pod("p", 2000, prio=HIGH),
+            pod("going", 1, priority=LOW, node="n1", terminating=True),
+            pod("low", 2, priority=LOW, node="n1"),
+            pod("p", 2, priority=HIGH),
         ],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
@@ -503,9 +505,9 @@ def test_three_member_gang_spreads_over_two_half_full_nodes(strategy: str) -> No
     victims free only 4 CPU of the 4.5 needed."""
     state = cluster(
         [node("a"), node("b")],
-        [pod(f"hi-{n}", prio=HIGH + 1, node=n) for n in "ab"]
-        + [pod(f"low-{n}-{i}", prio=LOW, node=n, created=i) for n in "ab" for i in (1, 2)]
-        + _gang("g", 3, 1500),
+        [pod(f"hi-{n}", priority=HIGH + 1, node=n) for n in "ab"]
+        + [pod(f"low-{n}-{i}", priority=LOW, node=n, created=i) for n in "ab" for i in (1, 2)]
+        + _gang("g", 3, "1500m"),
         [group("g", 3)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
@@ -524,14 +526,14 @@ def test_mincost_avoids_evicting_an_all_group_when_one_pod_does() -> None:
     which is the All group's node: kep evicts the whole group (3 pods). One lone pod of the
     same priority on the other node frees enough: mincost evicts just that pod."""
     state = cluster(
-        [node("n1", 3000), node("n2", 3000)],
-        [pod(f"v-{i}", prio=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        [node("n1", 3), node("n2", 3)],
+        [pod(f"v-{i}", priority=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
         + [
-            pod("keeper", 2000, prio=1000, node="n2", created=1),
-            pod("lone-low", 1000, prio=LOW, node="n2", created=1),
-            *_gang("g", 2, 500),
+            pod("keeper", 2, priority=1000, node="n2", created=1),
+            pod("lone-low", 1, priority=LOW, node="n2", created=1),
+            *_gang("g", 2, "500m"),
         ],
-        [group("victims", 3, prio=LOW, mode=DisruptionMode.ALL), group("g", 2)],
+        [group("victims", 3, priority=LOW, mode=DisruptionMode.ALL), group("g", 2)],
     )
     kep, _ = preempt(state, ref("g"), KEP)
     assert victims(kep) == ["v-1", "v-2", "v-3"]
@@ -546,9 +548,9 @@ def test_mincost_avoids_evicting_an_all_group_when_one_pod_does() -> None:
 def test_mincost_places_every_member_when_victims_allow() -> None:
     """minMember 1 with three pods and a full cluster: preempt to place all three."""
     state = cluster(
-        [node(f"n{i}", 1000) for i in range(3)],
-        [pod(f"low-{i}", prio=LOW, node=f"n{i}", created=i) for i in range(3)]
-        + _gang("g", 3, 1000),
+        [node(f"n{i}", 1) for i in range(3)],
+        [pod(f"low-{i}", priority=LOW, node=f"n{i}", created=i) for i in range(3)]
+        + _gang("g", 3, 1),
         [group("g", 1)],
     )
     for strategy in (KEP, MINCOST):
@@ -561,10 +563,10 @@ def test_mincost_places_every_member_when_victims_allow() -> None:
 def test_gang_group_preempts_for_every_part(strategy: str) -> None:
     """A Koordinator GangGroup of two PodGroups is placed whole: victims for both."""
     state = cluster(
-        [node("a", 2000), node("b", 2000)],
-        [pod(f"low-{n}", 2000, prio=LOW, node=n) for n in "ab"]
-        + [pod("x-1", 2000, prio=HIGH, group="x", created=1)]
-        + [pod("y-1", 2000, prio=HIGH, group="y", created=2)],
+        [node("a", 2), node("b", 2)],
+        [pod(f"low-{n}", 2, priority=LOW, node=n) for n in "ab"]
+        + [pod("x-1", 2, priority=HIGH, group="x", created=1)]
+        + [pod("y-1", 2, priority=HIGH, group="y", created=2)],
         [group("x", 1, gang_group=["x", "y"]), group("y", 1, gang_group=["x", "y"])],
     )
     outcome, _ = preempt(state, ref("x"), strategy)
@@ -584,8 +586,8 @@ def test_lone_pod_binds_after_its_victims_are_gone(strategy: str) -> None:
     """Regression: a lone pod's own nomination must not reserve capacity against itself
     (it preempted again, with no victims, instead of binding)."""
     state = cluster(
-        [node("n0", 1000), node("n3", 3000)],
-        [pod("r0", 250, node="n3"), pod("r1", 250, node="n0"), pod("p", 3000, prio=HIGH)],
+        [node("n0", 1), node("n3", 3)],
+        [pod("r0", "250m", node="n3"), pod("r1", "250m", node="n0"), pod("p", 3, priority=HIGH)],
     )
     done = settle(state, strategy)
     assert done.evicted == ["r0"]
@@ -598,14 +600,14 @@ def test_mincost_greedy_prefers_one_big_victim_over_three_small() -> None:
     where three small pods run: kep evicts six pods. Placing each member on the node whose
     cheapest sufficient victims are cheapest evicts two."""
     state = cluster(
-        [node(n, 3000) for n in ("a1", "a2", "b1", "b2")],
+        [node(n, 3) for n in ("a1", "a2", "b1", "b2")],
         [
-            pod(f"{n}-{i}", 1000, prio=LOW, node=n, created=i)
+            pod(f"{n}-{i}", 1, priority=LOW, node=n, created=i)
             for n in ("a1", "a2")
             for i in (1, 2, 3)
         ]
-        + [pod(f"{n}-big", 3000, prio=LOW, node=n, created=1) for n in ("b1", "b2")]
-        + _gang("g", 2, 3000),
+        + [pod(f"{n}-big", 3, priority=LOW, node=n, created=1) for n in ("b1", "b2")]
+        + _gang("g", 2, 3),
         [group("g", 2)],
     )
     kep, _ = preempt(state, ref("g"), KEP)
@@ -621,12 +623,12 @@ def test_mincost_greedy_prefers_one_big_victim_over_three_small() -> None:
 def test_mincost_avoids_a_pdb_violation_kep_commits() -> None:
     protected = {"app": "db"}
     state = cluster(
-        [node("a", 2000), node("b", 2000), node("c", 2000)],
+        [node("a", 2), node("b", 2), node("c", 2)],
         [
-            pod("db", 2000, prio=LOW, node="a", labels=protected),
-            pod("batch", 2000, prio=LOW, node="b"),
-            pod("web", 1000, prio=HIGH + 1, node="c"),
-            *_gang("g", 2, 1000),
+            pod("db", 2, priority=LOW, node="a", labels=protected),
+            pod("batch", 2, priority=LOW, node="b"),
+            pod("web", 1, priority=HIGH + 1, node="c"),
+            *_gang("g", 2, 1),
         ],
         [group("g", 2)],
         [budget("db", 0, app="db")],

@@ -13,22 +13,9 @@ from gangsched.core.preemption import KEP, MINCOST, collect_victims, terminating
 from gangsched.core.preemption.cost import NO_VICTIMS, Cost, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import gang_priority
+from tests.builders import budget, cluster, group, lone, node, pod, ref
 
-from ._builders import (
-    budget,
-    cluster,
-    gang_of,
-    group,
-    lone,
-    node,
-    nominations,
-    overcommitted,
-    pod,
-    preempt,
-    ref,
-    settle,
-    victims,
-)
+from .drive import gang_of, nominations, overcommitted, preempt, settle, victims
 
 BOTH = pytest.mark.parametrize("strategy", [KEP, MINCOST])
 
@@ -38,21 +25,21 @@ def test_victim_units_and_priorities() -> None:
     state = cluster(
         [node("a"), node("b")],
         [
-            pod("solo", prio=5, node="a", created=3),
-            pod("high", prio=100, node="a"),
-            pod("s-1", prio=90, node="a", group="single"),  # group priority 10 wins
-            pod("all-1", prio=0, node="a", group="all", created=2),
-            pod("all-2", prio=0, node="b", group="all", created=1),
-            pod("all-gone", prio=0, node="b", group="all", terminating=True),
-            pod("hiall-1", prio=0, node="b", group="hiall"),
-            pod("mine-1", node="b", group="g", prio=50),
-            pod("g-2", group="g", prio=50),
+            pod("solo", priority=5, node="a", created=3),
+            pod("high", priority=100, node="a"),
+            pod("s-1", priority=90, node="a", group="single"),  # group priority 10 wins
+            pod("all-1", priority=0, node="a", group="all", created=2),
+            pod("all-2", priority=0, node="b", group="all", created=1),
+            pod("all-gone", priority=0, node="b", group="all", terminating=True),
+            pod("hiall-1", priority=0, node="b", group="hiall"),
+            pod("mine-1", node="b", group="g", priority=50),
+            pod("g-2", group="g", priority=50),
         ],
         [
-            group("single", 1, prio=10),
-            group("all", 2, prio=20, mode=DisruptionMode.ALL),
-            group("hiall", 1, prio=60, mode=DisruptionMode.ALL),
-            group("g", 2, prio=50),
+            group("single", 1, priority=10),
+            group("all", 2, priority=20, mode=DisruptionMode.ALL),
+            group("hiall", 1, priority=60, mode=DisruptionMode.ALL),
+            group("g", 2, priority=50),
         ],
     )
     gang = gang_of(state, ref("g"))
@@ -71,13 +58,13 @@ def test_victim_units_and_priorities() -> None:
 
 def test_all_group_members_on_unknown_nodes_are_evicted_with_it() -> None:
     state = cluster(
-        [node("a", 1000)],
+        [node("a", 1)],
         [
             pod("v-1", node="a", group="v"),
             pod("v-2", node="gone-node", group="v"),
-            pod("p", prio=10),
+            pod("p", priority=10),
         ],
-        [group("v", 2, prio=0, mode=DisruptionMode.ALL)],
+        [group("v", 2, priority=0, mode=DisruptionMode.ALL)],
     )
     outcome, _ = preempt(state, lone("p"))
     assert victims(outcome) == ["v-1", "v-2"]
@@ -89,8 +76,8 @@ def test_terminating_victims_counted_on_nominated_nodes_only() -> None:
         [
             pod("t-a", node="a", terminating=True),
             pod("t-b", node="b", terminating=True),
-            pod("t-hi", node="a", prio=100, terminating=True),
-            pod("g-1", prio=50, group="g", nominated="a"),
+            pod("t-hi", node="a", priority=100, terminating=True),
+            pod("g-1", priority=50, group="g", nominated="a"),
         ],
         [group("g", 1)],
     )
@@ -155,10 +142,10 @@ def test_lone_pod_evicts_the_port_holder(strategy: str) -> None:
     state = cluster(
         [node("a"), node("b")],
         [
-            _with_ports(pod("port-a", 100, prio=10, node="a", created=1)),
-            _with_ports(pod("port-b", 100, prio=20, node="b", created=2)),
-            pod("filler", 1000, prio=0, node="a"),
-            _with_ports(pod("p", 100, prio=50)),
+            _with_ports(pod("port-a", "100m", priority=10, node="a", created=1)),
+            _with_ports(pod("port-b", "100m", priority=20, node="b", created=2)),
+            pod("filler", 1, priority=0, node="a"),
+            _with_ports(pod("p", "100m", priority=50)),
         ],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
@@ -171,11 +158,14 @@ def test_gang_with_ports_spreads_over_port_holders(strategy: str) -> None:
     state = cluster(
         [node("a"), node("b"), node("c")],
         [
-            _with_ports(pod("port-a", 100, prio=10, node="a")),
-            _with_ports(pod("port-b", 100, prio=10, node="b")),
-            _with_ports(pod("port-c", 100, prio=90, node="c")),
-            pod("other-a", 100, prio=10, node="a"),
-            *(_with_ports(pod(f"g-{i}", 100, prio=50, group="g", created=i)) for i in (1, 2)),
+            _with_ports(pod("port-a", "100m", priority=10, node="a")),
+            _with_ports(pod("port-b", "100m", priority=10, node="b")),
+            _with_ports(pod("port-c", "100m", priority=90, node="c")),
+            pod("other-a", "100m", priority=10, node="a"),
+            *(
+                _with_ports(pod(f"g-{i}", "100m", priority=50, group="g", created=i))
+                for i in (1, 2)
+            ),
         ],
         [group("g", 2)],
     )
@@ -200,9 +190,9 @@ def test_preemptor_anti_affinity_evicts_the_conflicting_pod(strategy: str) -> No
     state = cluster(
         [node("a"), node("b")],
         [
-            pod("noisy-a", 100, prio=10, node="a", labels={"app": "noisy"}),
-            pod("noisy-b", 100, prio=10, node="b", labels={"app": "noisy"}, created=5),
-            dataclasses.replace(pod("p", 100, prio=50), anti_affinity=_anti("noisy")),
+            pod("noisy-a", "100m", priority=10, node="a", labels={"app": "noisy"}),
+            pod("noisy-b", "100m", priority=10, node="b", labels={"app": "noisy"}, created=5),
+            dataclasses.replace(pod("p", "100m", priority=50), anti_affinity=_anti("noisy")),
         ],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
@@ -218,10 +208,10 @@ def test_victim_with_anti_affinity_blocks_until_evicted(strategy: str) -> None:
         [node("a")],
         [
             dataclasses.replace(
-                pod("grumpy", 100, prio=10, node="a"), anti_affinity=_anti("friendly")
+                pod("grumpy", "100m", priority=10, node="a"), anti_affinity=_anti("friendly")
             ),
-            pod("ok", 100, prio=10, node="a", created=9),
-            pod("p", 100, prio=50, labels={"app": "friendly"}),
+            pod("ok", "100m", priority=10, node="a", created=9),
+            pod("p", "100m", priority=50, labels={"app": "friendly"}),
         ],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
@@ -233,12 +223,12 @@ def test_gang_group_parts_nominated_to_one_node_both_bind(strategy: str) -> None
     """Regression: GangGroup members nominated together to one node were counted twice
     (assumed + reserved) and the gang preempted forever."""
     state = cluster(
-        [node("a", 4000), node("b", 1000)],
+        [node("a", 4), node("b", 1)],
         [
-            pod("low", 4000, prio=0, node="a"),
-            pod("keep", 1000, prio=100, node="b"),
-            pod("x-1", 2000, prio=50, group="x", created=1),
-            pod("y-1", 2000, prio=50, group="y", created=2),
+            pod("low", 4, priority=0, node="a"),
+            pod("keep", 1, priority=100, node="b"),
+            pod("x-1", 2, priority=50, group="x", created=1),
+            pod("y-1", 2, priority=50, group="y", created=2),
         ],
         [group("x", 1, gang_group=["x", "y"]), group("y", 1, gang_group=["x", "y"])],
     )
@@ -251,12 +241,12 @@ def test_gang_group_parts_nominated_to_one_node_both_bind(strategy: str) -> None
 @BOTH
 def test_stale_nomination_of_an_unplaced_member_is_cleared(strategy: str) -> None:
     state = cluster(
-        [node("a", 1000), node("b", 1000)],
+        [node("a", 1), node("b", 1)],
         [
-            pod("low", 1000, prio=0, node="a"),
-            pod("top", 1000, prio=100, node="b"),
-            pod("g-1", 1000, prio=50, group="g", created=1),
-            pod("g-2", 1000, prio=50, group="g", created=2, nominated="b"),
+            pod("low", 1, priority=0, node="a"),
+            pod("top", 1, priority=100, node="b"),
+            pod("g-1", 1, priority=50, group="g", created=1),
+            pod("g-2", 1, priority=50, group="g", created=2, nominated="b"),
         ],
         [group("g", 1)],
     )

@@ -71,7 +71,7 @@ def build(world: World) -> tuple[list[Pod], VolumeBook, list[str]]:
         for i in range(world.nodes)
     ]
     volumes = [
-        local_volume(f"pv-{i}-{j}", f"n{i}", size_gib=size)
+        local_volume(f"pv-{i}-{j}", f"n{i}", size=f"{size}Gi")
         for i, sizes in enumerate(world.disks)
         for j, size in enumerate(sizes)
     ]
@@ -91,7 +91,7 @@ def build(world: World) -> tuple[list[Pod], VolumeBook, list[str]]:
                         else ("ReadWriteOnce",)
                     )
                     cls = "dyn" if (g, m, c) in world.dynamic else "local"
-                    claims.append(claim(name, storage_class=cls, size_gib=size, modes=modes))
+                    claims.append(claim(name, storage_class=cls, size=f"{size}Gi", modes=modes))
                 names.append(name)
             pods.append(with_claims(pod(f"g{g}-m{m}", group=f"g{g}", created=float(m)), *names))
     classes = [storage_class(), storage_class("dyn", provisioner="csi.example.com", zones=("a",))]

@@ -179,11 +179,11 @@ def test_volume_zone_labels() -> None:
 # -- WaitForFirstConsumer: static --------------------------------------------------------------
 def test_static_binding_takes_the_smallest_pv_that_fits() -> None:
     volumes = [
-        local_volume("big", "n1", size_gib=100),
-        local_volume("small", "n1", size_gib=20),
-        local_volume("tiny", "n1", size_gib=5),
+        local_volume("big", "n1", size="100Gi"),
+        local_volume("small", "n1", size="20Gi"),
+        local_volume("tiny", "n1", size="5Gi"),
     ]
-    book = volume_book(claims=[claim("data", size_gib=10)], volumes=volumes)
+    book = volume_book(claims=[claim("data", size="10Gi")], volumes=volumes)
     report = step(volume_cluster(NODES, [with_claims(pod("p"), "data")], book=book))
     assert binds(report) == {"default/p": "n1"}
     (decision,) = volume_decisions(report)
@@ -223,7 +223,7 @@ def test_static_matching_checks_modes_volume_mode_selector_and_class() -> None:
 
 
 def test_no_static_pv_and_no_provisioner() -> None:
-    book = volume_book(claims=[claim("data", size_gib=100)], volumes=[local_volume("d", "n1")])
+    book = volume_book(claims=[claim("data", size="100Gi")], volumes=[local_volume("d", "n1")])
     report = step(volume_cluster(NODES, [with_claims(pod("p"), "data")], book=book))
     assert pod_message(report, "default/p") == (
         "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
@@ -270,7 +270,7 @@ def test_one_pod_with_two_claims_needs_two_pvs_on_one_node() -> None:
 
 def test_pv_prebound_to_the_claim_wins() -> None:
     ref = ClaimRef("default", "data", "")
-    volumes = [local_volume("small", "n1", size_gib=10), local_volume("mine", "n3", claim_ref=ref)]
+    volumes = [local_volume("small", "n1", size="10Gi"), local_volume("mine", "n3", claim_ref=ref)]
     volumes[1] = dataclasses.replace(volumes[1], phase="Available")
     book = volume_book(claims=[claim("data")], volumes=volumes)
     report = step(volume_cluster(NODES, [with_claims(pod("p"), "data")], book=book))
@@ -307,7 +307,7 @@ def test_static_pv_is_preferred_over_provisioning() -> None:
 
 def capacity_book(max_in_b: float) -> VolumeBook:
     classes = [storage_class("lvm", provisioner="lvm.csi")]
-    book = volume_book(claims=[claim("data", storage_class="lvm", size_gib=30)], classes=classes)
+    book = volume_book(claims=[claim("data", storage_class="lvm", size="30Gi")], classes=classes)
     book.drivers["lvm.csi"] = CSIDriver("lvm.csi", storage_capacity=True)
     for zone, capacity, largest in (("a", 20.0, None), ("b", 100.0, max_in_b)):
         book.capacities[f"kube-system/{zone}"] = CSIStorageCapacity(

@@ -1,7 +1,8 @@
-"""Small builders for preemption tests: clusters built directly as ClusterState.
+"""Running the preemption path on a ClusterState built with tests.builders.
 
-CPU is in millicores and memory in bytes, as in the model. Pods with a node are running
-(default-scheduler); pods without one are pending and ours (schedulerName gangsched).
+`preempt` runs one gang's cycle and, when it fails, the preemptor (as Scheduler does) and
+checks the snapshot is left as it was; `settle` drives the scheduler to quiescence carrying
+out its decisions at once (victims vanish), so scenarios can assert on the end state.
 """
 
 from __future__ import annotations
@@ -12,132 +13,16 @@ from dataclasses import dataclass, field
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleResult, Gang, GangPlacer
 from gangsched.core.decisions import Decision, Event, Evict, Nominate, SetCondition
-from gangsched.core.labels import LabelSelector
-from gangsched.core.model import (
-    Dialect,
-    DisruptionBudget,
-    DisruptionMode,
-    GroupRef,
-    Node,
-    NodeConstraints,
-    Pod,
-    PodGroup,
-    PriorityClass,
-)
+from gangsched.core.model import GroupRef
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import build_preemptor
 from gangsched.core.scheduler import PreemptionOutcome, Scheduler
 from gangsched.core.status import Code
-
-SCHED = "gangsched"
-GI = 1024**3
-MI = 1024**2
+from tests.builders import SCHEDULER
 
 
-def node(
-    name: str, cpu: int = 4000, *, memory: int = 16 * GI, pods: int = 110, **labels: str
-) -> Node:
-    return Node(
-        name=name,
-        labels={"kubernetes.io/hostname": name, **labels},
-        allocatable={"cpu": cpu, "memory": memory, "pods": pods},
-    )
-
-
-def ref(name: str, namespace: str = "default") -> GroupRef:
-    return GroupRef(Dialect.SIGS, namespace, name)
-
-
-def pod(
-    name: str,
-    cpu: int = 1000,
-    *,
-    prio: int = 0,
-    node: str | None = None,
-    group: str | None = None,
-    created: float = 0.0,
-    labels: dict[str, str] | None = None,
-    memory: int = 100 * MI,
-    policy: str = "PreemptLowerPriority",
-    selector: dict[str, str] | None = None,
-    nominated: str | None = None,
-    terminating: bool = False,
-    namespace: str = "default",
-) -> Pod:
-    return Pod(
-        namespace=namespace,
-        name=name,
-        uid=f"uid-{name}",
-        labels=dict(labels or {}),
-        scheduler_name="default-scheduler" if node else SCHED,
-        node_name=node,
-        nominated_node_name=nominated,
-        phase="Running" if node else "Pending",
-        priority=prio,
-        preemption_policy=policy,
-        requests={"cpu": cpu, "memory": memory},
-        constraints=NodeConstraints(node_selector=tuple(sorted((selector or {}).items()))),
-        created=created,
-        terminating=terminating,
-        group=ref(group, namespace) if group else None,
-    )
-
-
-def group(
-    name: str,
-    min_member: int = 1,
-    *,
-    prio: int | None = None,
-    mode: DisruptionMode = DisruptionMode.SINGLE,
-    policy: str | None = None,
-    gang_group: Iterable[str] = (),
-    created: float = 0.0,
-) -> PodGroup:
-    return PodGroup(
-        ref=ref(name),
-        min_member=min_member,
-        priority=prio,
-        priority_class_name="",
-        preemption_policy=policy,
-        disruption_mode=mode,
-        gang_group=tuple(ref(g) for g in gang_group),
-        created=created,
-    )
-
-
-def budget(name: str, allowed: int, **match: str) -> DisruptionBudget:
-    return DisruptionBudget(
-        namespace="default",
-        name=name,
-        selector=LabelSelector(match_labels=tuple(sorted(match.items()))),
-        disruptions_allowed=allowed,
-    )
-
-
-def cluster(
-    nodes: Iterable[Node],
-    pods: Iterable[Pod],
-    groups: Iterable[PodGroup] = (),
-    budgets: Iterable[DisruptionBudget] = (),
-    priority_classes: Iterable[PriorityClass] = (),
-) -> ClusterState:
-    return ClusterState.build(
-        scheduler_name=SCHED,
-        nodes=nodes,
-        pods=pods,
-        groups=groups,
-        budgets=budgets,
-        priority_classes=priority_classes,
-    )
-
-
-# ------------------------------------------------------------------------------ running
 def gang_of(state: ClusterState, key: GroupRef) -> Gang:
     return Scheduler(state).gang(state.unit_of(key)[0])
-
-
-def lone(name: str, namespace: str = "default") -> GroupRef:
-    return GroupRef(Dialect.LONE_POD, namespace, name)
 
 
 def preempt(
@@ -153,7 +38,7 @@ def preempt(
     before = _fingerprint(state)
     if result.code is not Code.UNSCHEDULABLE:
         return PreemptionOutcome(False, f"cycle: {result.code.value}"), result
-    outcome = build_preemptor(strategy=strategy, scheduler_name=SCHED).preempt(
+    outcome = build_preemptor(strategy=strategy, scheduler_name=SCHEDULER).preempt(
         gang, result, state, framework
     )
     assert _fingerprint(state) == before, "preemption left the snapshot changed"
@@ -188,7 +73,7 @@ class Settled:
 
 def settle(state: ClusterState, strategy: str = "mincost", max_steps: int = 50) -> Settled:
     """Drive the scheduler to quiescence, carrying out decisions at once (victims vanish)."""
-    sched = Scheduler(state, preemptor=build_preemptor(strategy=strategy, scheduler_name=SCHED))
+    sched = Scheduler(state, preemptor=build_preemptor(strategy=strategy, scheduler_name=SCHEDULER))
     out = Settled()
     now = 0.0
     idle = 0
