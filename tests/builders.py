@@ -6,10 +6,9 @@ cpu=0.5 half of one, as `cpu: 2` and `cpu: 0.5` in YAML), converted with the pro
 parser. So a model pod and the raw pod it stands for are built from the same arguments, and
 no test carries its own unit.
 
-Defaults: a node has 4 CPUs, 16Gi and room for 110 pods; a pod requests 1 CPU and 100Mi.
-A pod without a node is pending and ours (schedulerName gangsched); a bound pod without a
-group was placed by someone else (default-scheduler); members of a group are ours either way
-(a group whose members name different schedulers fails validation, as upstream).
+Defaults: a node has 4 CPUs, 16Gi and room for 110 pods; a pod requests 1 CPU and 100Mi and
+names gangsched as its scheduler (pass OTHER_SCHEDULER for pods placed by someone else); a
+pod without a node is pending, a pod with one is running.
 
 Model builders are the short names (node, pod, group, ...); raw builders start with `raw_`
 and return the dicts an informer or `gangsched simulate` reads (nodes, pods, PodGroups of
@@ -137,12 +136,12 @@ def pod(
     extra: Mapping[str, Quantity] | None = None,
     namespace: str = "default",
     labels: Mapping[str, str] | None = None,
-    node: str | None = None,
+    node_name: str | None = None,
     group: str | None = None,
     dialect: Dialect = Dialect.SIGS,
     priority: int = 0,
     preemption_policy: str = "PreemptLowerPriority",
-    scheduler_name: str | None = None,
+    scheduler_name: str = SCHEDULER,
     created: float = 0.0,
     nominated: str | None = None,
     terminating: bool = False,
@@ -157,19 +156,17 @@ def pod(
     spread: Iterable[TopologySpreadConstraint] = (),
     host_ports: Iterable[HostPort] = (),
 ) -> Pod:
-    """A model pod. `node` binds it (a running pod); `spec_node_name` is the constraint of a
+    """A model pod. `node_name` binds it (a running pod); `spec_node_name` is the constraint of a
     pending pod that names its node; cpu=None and memory=None request nothing."""
-    if scheduler_name is None:
-        scheduler_name = SCHEDULER if node is None or group else OTHER_SCHEDULER
     return Pod(
         namespace=namespace,
         name=name,
         uid=f"uid-{namespace}-{name}",
         labels=dict(labels or {}),
         scheduler_name=scheduler_name,
-        node_name=node,
+        node_name=node_name,
         nominated_node_name=nominated,
-        phase=phase or ("Running" if node else "Pending"),
+        phase=phase or ("Running" if node_name else "Pending"),
         priority=priority,
         preemption_policy=preemption_policy,
         requests=resources(cpu, memory, extra),
@@ -430,11 +427,11 @@ def raw_pod(
     namespace: str = "default",
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
-    node: str | None = None,
+    node_name: str | None = None,
     group: str | None = None,
     dialect: Dialect = Dialect.SIGS,
     min_available: int | None = None,
-    scheduler: str | None = None,
+    scheduler: str = SCHEDULER,
     phase: str | None = None,
     uid: str | None = None,
     metadata: Mapping[str, Any] | None = None,
@@ -457,8 +454,6 @@ def raw_pod(
                 annotations[KOORDINATOR_MIN_AVAILABLE] = str(min_available)
         elif dialect is Dialect.UPSTREAM:
             spec["schedulingGroup"] = {"podGroupName": group}
-    if scheduler is None:
-        scheduler = SCHEDULER if node is None or group else OTHER_SCHEDULER
     body: JSON = {
         "schedulerName": scheduler,
         "containers": [
@@ -466,8 +461,8 @@ def raw_pod(
         ],
         **spec,
     }
-    if node:
-        body["nodeName"] = node
+    if node_name:
+        body["nodeName"] = node_name
     meta: JSON = {"name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}"}
     if labels:
         meta["labels"] = labels
@@ -479,7 +474,7 @@ def raw_pod(
         "kind": "Pod",
         "metadata": meta,
         "spec": body,
-        "status": {"phase": phase or ("Running" if node else "Pending"), **(status or {})},
+        "status": {"phase": phase or ("Running" if node_name else "Pending"), **(status or {})},
     }
 
 

@@ -133,7 +133,7 @@ def test_unresolvable_reasons_and_preemption_cannot_help(tmp_path: Path) -> None
         raw_priority_class("high", 100),
         raw_node("n1", labels={"zone": "a"}),
         raw_node("n2", labels={"zone": "b"}),
-        raw_pod("low-0", "4", node="n1", priorityClassName="low", scheduler="other"),
+        raw_pod("low-0", "4", node_name="n1", priorityClassName="low", scheduler="other"),
         raw_pod_group("g", 1),
         raw_pod("g-0", "1", group="g", priorityClassName="high", nodeSelector={"zone": "c"}),
     ]
@@ -155,7 +155,7 @@ def test_victims_still_terminating_on_nominated_nodes(tmp_path: Path) -> None:
         raw_pod(
             "victim",
             "4",
-            node="n1",
+            node_name="n1",
             priorityClassName="low",
             scheduler="other",
             metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"},

@@ -82,7 +82,7 @@ def test_fewer_members_than_min_member_waits_with_count() -> None:
 
 
 def test_bound_members_count_toward_min_member() -> None:
-    pods = [pod("g-0", group="g", node="n1"), *gang_pods("g", 2)[1:]]
+    pods = [pod("g-0", group="g", node_name="n1"), *gang_pods("g", 2)[1:]]
     state = cluster([node("n1", cpu=2), node("n2", cpu=1)], pods, [group("g", 2)])
     results = run_all(Scheduler(state))
     assert results == [SCHEDULED]

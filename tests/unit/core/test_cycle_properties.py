@@ -36,7 +36,7 @@ def clusters(draw: st.DrawFn) -> ClusterState:
     pods = []
     for i in range(draw(st.integers(0, 4))):
         target = draw(st.sampled_from(nodes))
-        pods.append(pod(f"run-{i}", cpu=draw(st.sampled_from([0.5, 1, 2])), node=target.name))
+        pods.append(pod(f"run-{i}", cpu=draw(st.sampled_from([0.5, 1, 2])), node_name=target.name))
     groups = []
     created = 0.0
     for g in range(draw(st.integers(1, 3))):

@@ -11,7 +11,7 @@ from tests.builders import node, pod
 
 
 def test_rollback_restores_usage_and_pod_maps_exactly() -> None:
-    running = pod("run", node="n1", cpu=1)
+    running = pod("run", node_name="n1", cpu=1)
     snap = Snapshot.build([node("n1"), node("n2")], [running])
     before = snap.requested.copy()
     mark = snap.checkpoint()
@@ -72,7 +72,7 @@ def test_nominated_pods_reserve_capacity_for_lower_priority_pods_only() -> None:
 
 
 def test_node_update_keeps_pods_and_new_resource_adds_a_column() -> None:
-    snap = Snapshot.build([node("n1")], [pod("run", node="n1", cpu=1)])
+    snap = Snapshot.build([node("n1")], [pod("run", node_name="n1", cpu=1)])
     gen = snap.node_generation
     snap.update_node(Node("n1", labels={"zone": "a"}, allocatable={"cpu": 8000, "pods": 10}))
     assert snap.node_generation > gen

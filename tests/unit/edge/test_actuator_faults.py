@@ -185,7 +185,7 @@ async def test_a_nomination_reserves_capacity_before_the_watch_shows_it() -> Non
     high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 1000}
     cache.priority_classes().replace([{**high, "metadata": {"name": "high"}}])
     cache.nodes().replace([raw_node("n1", cpu="4")])
-    low = raw_pod("low", cpu="4", node="n1", scheduler="other")
+    low = raw_pod("low", cpu="4", node_name="n1", scheduler="other")
     a, b = raw_pod("a", cpu="4"), raw_pod("b", cpu="4")
     for pod in (a, b):
         pod["spec"]["priorityClassName"] = "high"
@@ -212,7 +212,9 @@ async def test_a_new_leader_finishes_half_bound_gangs_before_any_other() -> None
     cache.clock = lambda: 0.0
     cache.nodes().replace([raw_node("n1", cpu="3")])
     cache.pod_groups().replace([raw_pod_group("half", 3), raw_pod_group("older", 2)])
-    half = [raw_pod(f"half-{i}", group="half", node="n1" if i == 0 else None) for i in range(3)]
+    half = [
+        raw_pod(f"half-{i}", group="half", node_name="n1" if i == 0 else None) for i in range(3)
+    ]
     for p in half:
         p["metadata"]["creationTimestamp"] = "2026-01-01T00:10:00Z"
     older = [raw_pod(f"older-{i}", group="older") for i in range(2)]

@@ -22,7 +22,7 @@ def test_relist_builds_state_and_queues_pending_gangs() -> None:
         [
             raw_pod("g-0", group="g"),
             raw_pod("g-1", group="g"),
-            raw_pod("other", node="n1", scheduler=OTHER),
+            raw_pod("other", node_name="n1", scheduler=OTHER),
         ]
     )
     assert set(scheduler.cluster.nodes) == {"n1", "n2"}
@@ -36,10 +36,13 @@ def test_relist_forgets_pods_deleted_while_disconnected() -> None:
     cache, scheduler = make()
     cache.nodes().replace([raw_node("n1")])
     cache.pods().replace(
-        [raw_pod("a", node="n1", scheduler=SCHEDULER), raw_pod("b", node="n1", scheduler=SCHEDULER)]
+        [
+            raw_pod("a", node_name="n1", scheduler=SCHEDULER),
+            raw_pod("b", node_name="n1", scheduler=SCHEDULER),
+        ]
     )
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 2000
-    cache.pods().replace([raw_pod("a", node="n1", scheduler=SCHEDULER)])
+    cache.pods().replace([raw_pod("a", node_name="n1", scheduler=SCHEDULER)])
     assert set(scheduler.cluster.pods) == {"default/a"}
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
 
@@ -57,7 +60,7 @@ def test_assumed_bind_survives_a_stale_pending_event() -> None:
     assert scheduler.cluster.pods[placed.pod].node_name == "n1"
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
     # Once the pod shows up bound, the assumption is dropped.
-    cache.pods().upsert(raw_pod(placed.pod.split("/")[1], node="n1", scheduler=SCHEDULER))
+    cache.pods().upsert(raw_pod(placed.pod.split("/")[1], node_name="n1", scheduler=SCHEDULER))
     assert placed.pod not in cache.assumed
     assert int(scheduler.cluster.snapshot.requested[0, 0]) == 1000
 
@@ -67,12 +70,12 @@ def test_deleting_a_bound_pod_frees_capacity_and_wakes_unschedulable_gangs() -> 
     cache, scheduler = make()
     cache.on_change = lambda: woken.append(True)
     cache.nodes().replace([raw_node("n1", cpu="1")])
-    cache.pods().replace([raw_pod("busy", node="n1", scheduler=OTHER), raw_pod("wants")])
+    cache.pods().replace([raw_pod("busy", node_name="n1", scheduler=OTHER), raw_pod("wants")])
     report = scheduler.step(0.0)
     assert report is not None and report.result == "unschedulable"
     assert scheduler.queue.counts()["unschedulable"] == 1
     woken.clear()
-    cache.pods().delete(raw_pod("busy", node="n1", scheduler=SCHEDULER))
+    cache.pods().delete(raw_pod("busy", node_name="n1", scheduler=OTHER))
     assert woken
     assert scheduler.queue.counts()["unschedulable"] == 0
     report = scheduler.step(100.0)
@@ -93,7 +96,7 @@ def test_unreadable_pod_is_reported_not_crashing() -> None:
 def test_pdb_without_status_gets_computed_disruptions() -> None:
     cache, scheduler = make()
     cache.nodes().replace([raw_node("n1")])
-    pods = [raw_pod(f"p{i}", node="n1", scheduler=OTHER) for i in range(3)]
+    pods = [raw_pod(f"p{i}", node_name="n1", scheduler=OTHER) for i in range(3)]
     for p in pods:
         p["metadata"]["labels"] = {"app": "db"}
     cache.pods().replace(pods)
@@ -116,7 +119,7 @@ def _preempting() -> tuple[ClusterCache, Scheduler]:
     scheduler = Scheduler(ClusterState(scheduler_name="gangsched"), preemptor=build_preemptor())
     cache = ClusterCache(scheduler, clock=lambda: 0.0)
     cache.nodes().replace([raw_node("n1", cpu="4")])
-    low = raw_pod("low", cpu="4", node="n1", scheduler=SCHEDULER)
+    low = raw_pod("low", cpu="4", node_name="n1", scheduler=SCHEDULER)
     high = raw_pod("high", cpu="4")
     high["spec"]["priority"] = 1000
     cache.pods().replace([low, high])
@@ -137,14 +140,20 @@ def test_a_victim_being_evicted_is_not_preempted_again_before_the_watch_shows_it
     assert _evictions(scheduler) == ["default/low"]
     cache.evict("default/low", "uid-default-low")  # what the actuator does as it sends the eviction
     # The DisruptionTarget condition arrives first, still without a deletionTimestamp.
-    update = raw_pod("low", cpu="4", node="n1", scheduler=SCHEDULER)
+    update = raw_pod("low", cpu="4", node_name="n1", scheduler=SCHEDULER)
     update["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
     cache.pods().upsert(update)
     assert scheduler.cluster.pods["default/low"].terminating
     assert _evictions(scheduler) == []  # waits for its victim instead of evicting it twice
     # Then the deletion lands: the overlay is no longer needed.
     cache.pods().upsert(
-        raw_pod("low", cpu="4", node="n1", metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"})
+        raw_pod(
+            "low",
+            cpu="4",
+            node_name="n1",
+            scheduler=SCHEDULER,
+            metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"},
+        )
     )
     assert "default/low" not in cache.evicting
 

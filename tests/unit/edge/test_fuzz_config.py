@@ -122,7 +122,7 @@ def startup_objects(config: Config) -> None:
     for address in (config.metricsAddress, config.healthAddress):
         host, port = app._host_port(address)
         assert 0 <= port <= 65535 and isinstance(host, str)
-    low = [b.pod(f"low-{i}", cpu=2, node="n1", scheduler_name="other") for i in range(2)]
+    low = [b.pod(f"low-{i}", cpu=2, node_name="n1", scheduler_name="other") for i in range(2)]
     high = b.gang_pods("g", 2, cpu=2, priority=10, scheduler_name=config.schedulerName)
     cluster = ClusterState.build(
         scheduler_name=config.schedulerName,

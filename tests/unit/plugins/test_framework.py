@@ -69,7 +69,7 @@ def test_resolvable_mask_marks_preemption_candidates() -> None:
             make_node("tainted", cpu="8", taints=[Taint("k", "v", "NoSchedule")]),
             make_node("cordoned", cpu="8", unschedulable=True),
         ],
-        [make_pod("x", node="busy", cpu="4")],
+        [make_pod("x", node_name="busy", cpu="4")],
     )
     framework = build_framework()
     ctx = framework.context(make_pod(cpu="2"), snap)

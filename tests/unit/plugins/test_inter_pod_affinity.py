@@ -51,7 +51,7 @@ def cluster(
 
 
 def on(node: str, name: str, namespace: str = "default", **labels: str) -> Pod:
-    return make_pod(name, namespace=namespace, node=node, labels=labels)
+    return make_pod(name, namespace=namespace, node_name=node, labels=labels)
 
 
 def aff(
@@ -197,33 +197,33 @@ CASES = [
     Case(
         "symmetry: an existing pod's zone anti-affinity keeps matching pods out of its zone",
         make_pod(labels={"app": "web"}),
-        [make_pod("guard", node="n1", anti_affinity=(aff(ZONE, WEB),))],
+        [make_pod("guard", node_name="n1", anti_affinity=(aff(ZONE, WEB),))],
         ["n3", "n4"],
         (EXISTING_ANTI_AFFINITY_REASON, Code.UNSCHEDULABLE),
     ),
     Case(
         "symmetry: host anti-affinity blocks only the host",
         make_pod(labels={"app": "web"}),
-        [make_pod("guard", node="n3", anti_affinity=(aff(HOST, WEB),))],
+        [make_pod("guard", node_name="n3", anti_affinity=(aff(HOST, WEB),))],
         ["n1", "n2", "n4"],
         (EXISTING_ANTI_AFFINITY_REASON, Code.UNSCHEDULABLE),
     ),
     Case(
         "symmetry: terms that do not select the incoming pod do nothing",
         make_pod(labels={"app": "db"}),
-        [make_pod("guard", node="n1", anti_affinity=(aff(ZONE, WEB),))],
+        [make_pod("guard", node_name="n1", anti_affinity=(aff(ZONE, WEB),))],
         ALL,
     ),
     Case(
         "symmetry: the existing pod's own namespace is the default scope",
         make_pod(namespace="other", labels={"app": "web"}),
-        [make_pod("guard", node="n1", anti_affinity=(aff(ZONE, WEB),))],
+        [make_pod("guard", node_name="n1", anti_affinity=(aff(ZONE, WEB),))],
         ALL,
     ),
     Case(
         "symmetry: a guard on a node without the key has no domain to protect",
         make_pod(labels={"app": "web"}),
-        [make_pod("guard", node="n4", anti_affinity=(aff(ZONE, WEB),))],
+        [make_pod("guard", node_name="n4", anti_affinity=(aff(ZONE, WEB),))],
         ALL,
     ),
     Case(
@@ -232,7 +232,7 @@ CASES = [
         [
             make_pod(
                 "guard",
-                node="n1",
+                node_name="n1",
                 anti_affinity=(aff(HOST, WEB, namespace_selector=selector(team="x")),),
             )
         ],
@@ -258,7 +258,7 @@ def test_does_not_apply_without_terms_anywhere() -> None:
 
 
 def test_applies_for_symmetry_alone() -> None:
-    snap = cluster([make_pod("guard", node="n1", anti_affinity=(aff(HOST, WEB),))])
+    snap = cluster([make_pod("guard", node_name="n1", anti_affinity=(aff(HOST, WEB),))])
     assert InterPodAffinity().applies(context(make_pod(), snap), snap)
 
 
@@ -272,7 +272,7 @@ def test_affinity_failure_is_reported_before_anti_affinity() -> None:
 
 def test_anti_affinity_reported_before_existing_pods_rules() -> None:
     pod = make_pod(labels={"app": "web"}, anti_affinity=(aff(HOST, DB),))
-    guard = make_pod("guard", node="n1", labels={"app": "db"}, anti_affinity=(aff(HOST, WEB),))
+    guard = make_pod("guard", node_name="n1", labels={"app": "db"}, anti_affinity=(aff(HOST, WEB),))
     snap = cluster([guard])
     assert rejections(InterPodAffinity(), pod, snap) == {
         "n1": [(ANTI_AFFINITY_REASON, Code.UNSCHEDULABLE)]
@@ -473,7 +473,7 @@ def _scenarios(draw: st.DrawFn) -> tuple[Pod, Snapshot]:
             make_pod(
                 f"e{j}",
                 namespace=draw(st.sampled_from(["default", "other", "third"])),
-                node=f"n{draw(st.integers(0, count - 1))}",
+                node_name=f"n{draw(st.integers(0, count - 1))}",
                 labels=draw(_LABELS),
                 anti_affinity=tuple(draw(st.lists(_TERMS, max_size=2))),
             )

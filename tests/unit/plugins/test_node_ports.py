@@ -35,7 +35,7 @@ def port(number: int, protocol: str = "TCP", ip: str = "") -> HostPort:
 def test_conflicts(held: HostPort, wanted: HostPort, conflict: bool) -> None:
     snap = snapshot(
         [make_node("busy"), make_node("free")],
-        [make_pod("holder", node="busy", host_ports=(held,))],
+        [make_pod("holder", node_name="busy", host_ports=(held,))],
     )
     pod = make_pod(host_ports=(wanted,))
     assert passing(NodePorts(), pod, snap) == (["free"] if conflict else ["busy", "free"])
@@ -45,7 +45,7 @@ def test_conflicts(held: HostPort, wanted: HostPort, conflict: bool) -> None:
 
 
 def test_any_of_several_ports_conflicting_rejects() -> None:
-    snap = snapshot([make_node("n")], [make_pod("holder", node="n", host_ports=(port(443),))])
+    snap = snapshot([make_node("n")], [make_pod("holder", node_name="n", host_ports=(port(443),))])
     pod = make_pod(host_ports=(port(80), port(443)))
     assert passing(NodePorts(), pod, snap) == []
 
@@ -60,6 +60,6 @@ def test_ports_of_pods_assumed_in_the_cycle_are_taken() -> None:
 
 
 def test_does_not_apply_without_host_ports() -> None:
-    snap = snapshot([make_node("n")], [make_pod("holder", node="n", host_ports=(port(80),))])
+    snap = snapshot([make_node("n")], [make_pod("holder", node_name="n", host_ports=(port(80),))])
     assert not NodePorts().applies(context(make_pod(), snap), snap)
     assert REASON == "node(s) didn't have free ports for the requested pod ports"

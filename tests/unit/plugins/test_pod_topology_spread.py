@@ -67,7 +67,7 @@ def spread(
 
 def web(node: str, name: str, namespace: str = "default", terminating: bool = False) -> Pod:
     return make_pod(
-        name, namespace=namespace, node=node, labels={"app": "web"}, terminating=terminating
+        name, namespace=namespace, node_name=node, labels={"app": "web"}, terminating=terminating
     )
 
 
@@ -433,7 +433,7 @@ def _scenarios(draw: st.DrawFn) -> tuple[Pod, Snapshot]:
         make_pod(
             f"e{j}",
             namespace=draw(st.sampled_from(["default", "other"])),
-            node=f"n{draw(st.integers(0, count - 1))}",
+            node_name=f"n{draw(st.integers(0, count - 1))}",
             labels=draw(_LABELS),
             terminating=draw(st.booleans()),
         )

@@ -37,7 +37,7 @@ class Case:
 
 
 def used(node: str, name: str, **kw: Any) -> Pod:
-    return make_pod(name, node=node, **kw)
+    return make_pod(name, node_name=node, **kw)
 
 
 CASES = [
@@ -115,7 +115,7 @@ CASES = [
     Case(
         "finished pods hold nothing",
         make_pod(cpu="2", memory=None),
-        [make_pod("done", node="cpu-small", cpu="2", phase="Succeeded", memory=None)],
+        [make_pod("done", node_name="cpu-small", cpu="2", phase="Succeeded", memory=None)],
     ),
 ]
 

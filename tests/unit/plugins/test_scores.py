@@ -31,8 +31,8 @@ def cluster() -> Snapshot:
             make_node("cpu-heavy", memory="8Gi"),
         ],
         [
-            make_pod("h", node="half", cpu="2", memory="4Gi"),
-            make_pod("c", node="cpu-heavy", cpu="3", memory="1Gi"),
+            make_pod("h", node_name="half", cpu="2", memory="4Gi"),
+            make_pod("c", node_name="cpu-heavy", cpu="3", memory="1Gi"),
         ],
     )
 
@@ -95,7 +95,7 @@ def test_best_effort_pods_still_spread() -> None:
     """Without the defaults every node would score 100 for a best-effort pod."""
     snap = snapshot(
         [make_node("a", cpu="1", memory="1Gi"), make_node("b", cpu="1", memory="1Gi")],
-        [make_pod("x", node="a", cpu="500m", memory="512Mi")],
+        [make_pod("x", node_name="a", cpu="500m", memory="512Mi")],
     )
     result = scores(LeastAllocated(CPU_MEM), make_pod(cpu=None, memory=None), snap)
     assert result["b"] > result["a"]

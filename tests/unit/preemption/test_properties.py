@@ -127,7 +127,7 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
             name,
             f"{r.cpu}m",
             priority=r.priority,
-            node=f"n{r.node}",
+            node_name=f"n{r.node}",
             group=f"v{r.group}" if r.group is not None else None,
             created=r.created,
             labels={"app": "protected"} if r.protected else {},

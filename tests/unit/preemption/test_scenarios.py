@@ -41,7 +41,7 @@ def test_full_preemption(strategy: str) -> None:
     """wap-full-preemption: 3 low pods fill the node; a 3-pod gang evicts all of them."""
     state = cluster(
         [node("n1", 3)],
-        [pod(f"low-{i}", priority=LOW, node="n1", created=i) for i in (1, 2, 3)]
+        [pod(f"low-{i}", priority=LOW, node_name="n1", created=i) for i in (1, 2, 3)]
         + _gang("gang", 3, 1),
         [group("gang", 3)],
     )
@@ -61,9 +61,9 @@ def test_pdb_reprieve(strategy: str) -> None:
     state = cluster(
         [node("n1", 3)],
         [
-            pod("low-1", priority=LOW, node="n1", created=1, labels=protected),
-            pod("low-2", priority=LOW, node="n1", created=2, labels=protected),
-            pod("low-3", priority=LOW, node="n1", created=3),
+            pod("low-1", priority=LOW, node_name="n1", created=1, labels=protected),
+            pod("low-2", priority=LOW, node_name="n1", created=2, labels=protected),
+            pod("low-3", priority=LOW, node_name="n1", created=3),
             *_gang("high", 2, "500m"),
         ],
         [group("high", 2)],
@@ -84,9 +84,9 @@ def test_pdb_violated_only_when_nothing_else_works(strategy: str) -> None:
     state = cluster(
         [node("n1", 3)],
         [
-            pod("low-1", priority=LOW, node="n1", created=1, labels=protected),
-            pod("low-2", priority=LOW, node="n1", created=2, labels=protected),
-            pod("low-3", priority=LOW, node="n1", created=3),
+            pod("low-1", priority=LOW, node_name="n1", created=1, labels=protected),
+            pod("low-2", priority=LOW, node_name="n1", created=2, labels=protected),
+            pod("low-3", priority=LOW, node_name="n1", created=3),
             *_gang("high", 2, 1),
         ],
         [group("high", 2)],
@@ -103,7 +103,7 @@ def test_victim_all_mode(strategy: str) -> None:
     """wap-victim-all-mode: an All group goes whole for a 1-CPU pod (nothing cheaper)."""
     state = cluster(
         [node("n1", 3)],
-        [pod(f"v-{i}", priority=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        [pod(f"v-{i}", priority=LOW, node_name="n1", group="victims", created=i) for i in (1, 2, 3)]
         + [pod("preemptor", priority=HIGH, created=4)],
         [group("victims", 3, priority=LOW, mode=DisruptionMode.ALL)],
     )
@@ -121,7 +121,7 @@ def test_victim_all_mode(strategy: str) -> None:
 def test_victim_single_mode_evicts_one(strategy: str) -> None:
     state = cluster(
         [node("n1", 3)],
-        [pod(f"v-{i}", priority=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        [pod(f"v-{i}", priority=LOW, node_name="n1", group="victims", created=i) for i in (1, 2, 3)]
         + [pod("preemptor", priority=HIGH, created=4)],
         [group("victims", 3, priority=LOW)],
     )
@@ -136,8 +136,8 @@ def test_seed_walkthrough(strategy: str) -> None:
     state = cluster(
         [node("cn-beijing.1"), node("cn-beijing.2")],
         [
-            pod("lp-pod-1", 4, priority=1000, node="cn-beijing.1", created=1),
-            pod("lp-pod-2", 4, priority=1000, node="cn-beijing.2", created=2),
+            pod("lp-pod-1", 4, priority=1000, node_name="cn-beijing.1", created=1),
+            pod("lp-pod-2", 4, priority=1000, node_name="cn-beijing.2", created=2),
             pod("hp-worker-1", 3, priority=1_000_000, group="hp-training-job", created=3),
             pod("hp-worker-2", 3, priority=1_000_000, group="hp-training-job", created=4),
         ],
@@ -166,7 +166,7 @@ def test_decisions_per_victim_in_order(strategy: str) -> None:
     state = cluster(
         [node("n1", 2)],
         [
-            pod("low", 2, priority=LOW, node="n1", created=1),
+            pod("low", 2, priority=LOW, node_name="n1", created=1),
             *_gang("g", 2, 1),
             pod("pending-low", 1, priority=1, nominated="n1", created=2),
         ],
@@ -199,10 +199,10 @@ def test_lone_pod_preempts_pods(strategy: str) -> None:
     state = cluster(
         [node("a", 2), node("b", 2)],
         [
-            pod("a-1", priority=20, node="a", created=1),
-            pod("a-2", priority=20, node="a", created=2),
-            pod("b-1", priority=LOW, node="b", created=1),
-            pod("b-2", priority=30, node="b", created=2),
+            pod("a-1", priority=20, node_name="a", created=1),
+            pod("a-2", priority=20, node_name="a", created=2),
+            pod("b-1", priority=LOW, node_name="b", created=1),
+            pod("b-2", priority=30, node_name="b", created=2),
             pod("p", priority=HIGH, created=5),
         ],
     )
@@ -216,10 +216,10 @@ def test_lone_pod_preempts_groups(strategy: str) -> None:
     state = cluster(
         [node("a", 2), node("b", 2)],
         [
-            pod("ga-1", priority=LOW, node="a", group="ga", created=1),
-            pod("ga-2", priority=LOW, node="b", group="ga", created=2),
-            pod("keep", priority=HIGH, node="b", created=1),
-            pod("other", priority=HIGH, node="a", created=1),
+            pod("ga-1", priority=LOW, node_name="a", group="ga", created=1),
+            pod("ga-2", priority=LOW, node_name="b", group="ga", created=2),
+            pod("keep", priority=HIGH, node_name="b", created=1),
+            pod("other", priority=HIGH, node_name="a", created=1),
             pod("p", priority=HIGH, created=5),
         ],
         [group("ga", 2, priority=LOW, mode=DisruptionMode.ALL)],
@@ -234,7 +234,7 @@ def test_lone_pod_preempts_groups(strategy: str) -> None:
 def test_group_preempts_pods(strategy: str) -> None:
     state = cluster(
         [node("a", 2), node("b", 2), node("c", 2)],
-        [pod(f"{n}-{i}", priority=LOW, node=n, created=i) for n in "abc" for i in (1, 2)]
+        [pod(f"{n}-{i}", priority=LOW, node_name=n, created=i) for n in "abc" for i in (1, 2)]
         + _gang("g", 3, 2),
         [group("g", 3)],
     )
@@ -251,10 +251,10 @@ def test_group_preempts_groups(strategy: str) -> None:
     state = cluster(
         [node("a", 2), node("b", 2)],
         [
-            pod("v1-1", priority=LOW, node="a", group="v1", created=1),
-            pod("v1-2", priority=LOW, node="b", group="v1", created=2),
-            pod("v2-1", priority=LOW, node="a", group="v2", created=3),
-            pod("v2-2", priority=LOW, node="b", group="v2", created=4),
+            pod("v1-1", priority=LOW, node_name="a", group="v1", created=1),
+            pod("v1-2", priority=LOW, node_name="b", group="v1", created=2),
+            pod("v2-1", priority=LOW, node_name="a", group="v2", created=3),
+            pod("v2-2", priority=LOW, node_name="b", group="v2", created=4),
             *_gang("g", 2, 1),
         ],
         [
@@ -276,7 +276,7 @@ def test_multi_node(strategy: str) -> None:
     state = cluster(
         [node(f"n{i}", 4) for i in range(4)],
         [
-            pod(f"low-{i}-{j}", 1, priority=LOW, node=f"n{i}", created=j)
+            pod(f"low-{i}-{j}", 1, priority=LOW, node_name=f"n{i}", created=j)
             for i in range(4)
             for j in range(4)
         ]
@@ -301,9 +301,9 @@ def test_lowest_priority_first(strategy: str) -> None:
     state = cluster(
         [node("n1", 3)],
         [
-            pod("p20", priority=20, node="n1", created=1),
-            pod("p10", priority=10, node="n1", created=2),
-            pod("p30", priority=30, node="n1", created=3),
+            pod("p20", priority=20, node_name="n1", created=1),
+            pod("p10", priority=10, node_name="n1", created=2),
+            pod("p30", priority=30, node_name="n1", created=3),
             *_gang("g", 2, "500m"),
         ],
         [group("g", 2)],
@@ -317,9 +317,9 @@ def test_never_higher_or_equal_priority(strategy: str) -> None:
     state = cluster(
         [node("n1", 3)],
         [
-            pod("eq", priority=HIGH, node="n1", created=1),
-            pod("hi", priority=HIGH + 1, node="n1", created=2),
-            pod("grp", priority=LOW, node="n1", group="eqgroup", created=3),
+            pod("eq", priority=HIGH, node_name="n1", created=1),
+            pod("hi", priority=HIGH + 1, node_name="n1", created=2),
+            pod("grp", priority=LOW, node_name="n1", group="eqgroup", created=3),
             *_gang("g", 2, 1),
         ],
         # The running pod says LOW but its group's priority is what counts.
@@ -336,7 +336,7 @@ def test_group_priority_makes_pod_a_victim(strategy: str) -> None:
     state = cluster(
         [node("n1", 1)],
         [
-            pod("x", priority=HIGH + 5, node="n1", group="lowgroup", created=1),
+            pod("x", priority=HIGH + 5, node_name="n1", group="lowgroup", created=1),
             pod("p", priority=HIGH),
         ],
         [group("lowgroup", 1, priority=LOW)],
@@ -350,7 +350,7 @@ def test_gang_priority_from_podgroup(strategy: str) -> None:
     """A PodGroup's priority is the gang's priority (pods agree: validated by the cycle)."""
     state = cluster(
         [node("n1", 1)],
-        [pod("v", priority=LOW, node="n1"), pod("g-1", priority=HIGH, group="g", created=5)],
+        [pod("v", priority=LOW, node_name="n1"), pod("g-1", priority=HIGH, group="g", created=5)],
         [group("g", 1, priority=HIGH)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
@@ -366,10 +366,10 @@ def test_all_groups_preempted_whole(strategy: str) -> None:
     state = cluster(
         [node("a", 2), node("b", 2)],
         [
-            pod("all-1", priority=LOW, node="a", group="all", created=1),
-            pod("all-2", priority=LOW, node="b", group="all", created=2),
-            pod("all-3", priority=LOW, node="b", group="all", created=3),
-            pod("hi-a", priority=HIGH, node="a", created=1),
+            pod("all-1", priority=LOW, node_name="a", group="all", created=1),
+            pod("all-2", priority=LOW, node_name="b", group="all", created=2),
+            pod("all-3", priority=LOW, node_name="b", group="all", created=3),
+            pod("hi-a", priority=HIGH, node_name="a", created=1),
             *_gang("g", 2, "500m"),
         ],
         [group("all", 3, priority=LOW, mode=DisruptionMode.ALL), group("g", 2)],
@@ -383,7 +383,7 @@ def test_all_groups_preempted_whole(strategy: str) -> None:
 def test_cannot_help_selector_matches_nothing(strategy: str) -> None:
     state = cluster(
         [node(f"n{i}", 1) for i in range(3)],
-        [pod(f"low-{i}", priority=LOW, node=f"n{i}") for i in range(3)]
+        [pod(f"low-{i}", priority=LOW, node_name=f"n{i}") for i in range(3)]
         + [pod("p", priority=HIGH, node_selector={"gpu": "yes"})],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
@@ -399,7 +399,7 @@ def test_cannot_help_selector_matches_nothing(strategy: str) -> None:
 def test_cannot_help_request_larger_than_any_node(strategy: str) -> None:
     state = cluster(
         [node(f"n{i}", 2) for i in range(2)],
-        [pod(f"low-{i}", priority=LOW, node=f"n{i}") for i in range(2)] + _gang("g", 2, 3),
+        [pod(f"low-{i}", priority=LOW, node_name=f"n{i}") for i in range(2)] + _gang("g", 2, 3),
         [group("g", 2)],
     )
     outcome, _ = preempt(state, ref("g"), strategy)
@@ -415,8 +415,8 @@ def test_cannot_help_when_only_part_of_the_gang_fits(strategy: str) -> None:
     state = cluster(
         [node("a", 2), node("b", 2)],
         [
-            pod("low-a", 2, priority=LOW, node="a"),
-            pod("low-b", 2, priority=LOW, node="b"),
+            pod("low-a", 2, priority=LOW, node_name="a"),
+            pod("low-b", 2, priority=LOW, node_name="b"),
             *_gang("g", 3, 2),
         ],
         [group("g", 3)],
@@ -431,7 +431,7 @@ def test_cannot_help_when_only_part_of_the_gang_fits(strategy: str) -> None:
 def test_no_preemption_when_the_gang_fits(strategy: str) -> None:
     state = cluster(
         [node("n1", 4)],
-        [pod("low", priority=LOW, node="n1"), *_gang("g", 2, 1)],
+        [pod("low", priority=LOW, node_name="n1"), *_gang("g", 2, 1)],
         [group("g", 2)],
     )
     _outcome, result = preempt(state, ref("g"), strategy)
@@ -444,7 +444,7 @@ def test_no_preemption_when_the_gang_fits(strategy: str) -> None:
 @pytest.mark.parametrize("where", ["pod", "group"])
 def test_preemption_policy_never(strategy: str, where: str) -> None:
     pods = [
-        pod("low", 2, priority=LOW, node="n1"),
+        pod("low", 2, priority=LOW, node_name="n1"),
         pod(
             "g-1",
             priority=HIGH,
@@ -468,7 +468,7 @@ def test_waits_for_terminating_victims(strategy: str) -> None:
     state = cluster(
         [node("n1", 2)],
         [
-            pod("low", 2, priority=LOW, node="n1", terminating=True),
+            pod("low", 2, priority=LOW, node_name="n1", terminating=True),
             pod("g-1", priority=HIGH, group="g", nominated="n1"),
             pod("g-2", priority=HIGH, group="g", nominated="n1"),
         ],
@@ -486,8 +486,8 @@ def test_terminating_pods_are_not_victims(strategy: str) -> None:
     state = cluster(
         [node("n1", 3)],
         [
-            pod("going", 1, priority=LOW, node="n1", terminating=True),
-            pod("low", 2, priority=LOW, node="n1"),
+            pod("going", 1, priority=LOW, node_name="n1", terminating=True),
+            pod("low", 2, priority=LOW, node_name="n1"),
             pod("p", 2, priority=HIGH),
         ],
     )
@@ -505,8 +505,8 @@ def test_three_member_gang_spreads_over_two_half_full_nodes(strategy: str) -> No
     victims free only 4 CPU of the 4.5 needed."""
     state = cluster(
         [node("a"), node("b")],
-        [pod(f"hi-{n}", priority=HIGH + 1, node=n) for n in "ab"]
-        + [pod(f"low-{n}-{i}", priority=LOW, node=n, created=i) for n in "ab" for i in (1, 2)]
+        [pod(f"hi-{n}", priority=HIGH + 1, node_name=n) for n in "ab"]
+        + [pod(f"low-{n}-{i}", priority=LOW, node_name=n, created=i) for n in "ab" for i in (1, 2)]
         + _gang("g", 3, "1500m"),
         [group("g", 3)],
     )
@@ -527,10 +527,10 @@ def test_mincost_avoids_evicting_an_all_group_when_one_pod_does() -> None:
     same priority on the other node frees enough: mincost evicts just that pod."""
     state = cluster(
         [node("n1", 3), node("n2", 3)],
-        [pod(f"v-{i}", priority=LOW, node="n1", group="victims", created=i) for i in (1, 2, 3)]
+        [pod(f"v-{i}", priority=LOW, node_name="n1", group="victims", created=i) for i in (1, 2, 3)]
         + [
-            pod("keeper", 2, priority=1000, node="n2", created=1),
-            pod("lone-low", 1, priority=LOW, node="n2", created=1),
+            pod("keeper", 2, priority=1000, node_name="n2", created=1),
+            pod("lone-low", 1, priority=LOW, node_name="n2", created=1),
             *_gang("g", 2, "500m"),
         ],
         [group("victims", 3, priority=LOW, mode=DisruptionMode.ALL), group("g", 2)],
@@ -549,7 +549,7 @@ def test_mincost_places_every_member_when_victims_allow() -> None:
     """minMember 1 with three pods and a full cluster: preempt to place all three."""
     state = cluster(
         [node(f"n{i}", 1) for i in range(3)],
-        [pod(f"low-{i}", priority=LOW, node=f"n{i}", created=i) for i in range(3)]
+        [pod(f"low-{i}", priority=LOW, node_name=f"n{i}", created=i) for i in range(3)]
         + _gang("g", 3, 1),
         [group("g", 1)],
     )
@@ -564,7 +564,7 @@ def test_gang_group_preempts_for_every_part(strategy: str) -> None:
     """A Koordinator GangGroup of two PodGroups is placed whole: victims for both."""
     state = cluster(
         [node("a", 2), node("b", 2)],
-        [pod(f"low-{n}", 2, priority=LOW, node=n) for n in "ab"]
+        [pod(f"low-{n}", 2, priority=LOW, node_name=n) for n in "ab"]
         + [pod("x-1", 2, priority=HIGH, group="x", created=1)]
         + [pod("y-1", 2, priority=HIGH, group="y", created=2)],
         [group("x", 1, gang_group=["x", "y"]), group("y", 1, gang_group=["x", "y"])],
@@ -587,7 +587,11 @@ def test_lone_pod_binds_after_its_victims_are_gone(strategy: str) -> None:
     (it preempted again, with no victims, instead of binding)."""
     state = cluster(
         [node("n0", 1), node("n3", 3)],
-        [pod("r0", "250m", node="n3"), pod("r1", "250m", node="n0"), pod("p", 3, priority=HIGH)],
+        [
+            pod("r0", "250m", node_name="n3"),
+            pod("r1", "250m", node_name="n0"),
+            pod("p", 3, priority=HIGH),
+        ],
     )
     done = settle(state, strategy)
     assert done.evicted == ["r0"]
@@ -602,11 +606,11 @@ def test_mincost_greedy_prefers_one_big_victim_over_three_small() -> None:
     state = cluster(
         [node(n, 3) for n in ("a1", "a2", "b1", "b2")],
         [
-            pod(f"{n}-{i}", 1, priority=LOW, node=n, created=i)
+            pod(f"{n}-{i}", 1, priority=LOW, node_name=n, created=i)
             for n in ("a1", "a2")
             for i in (1, 2, 3)
         ]
-        + [pod(f"{n}-big", 3, priority=LOW, node=n, created=1) for n in ("b1", "b2")]
+        + [pod(f"{n}-big", 3, priority=LOW, node_name=n, created=1) for n in ("b1", "b2")]
         + _gang("g", 2, 3),
         [group("g", 2)],
     )
@@ -625,9 +629,9 @@ def test_mincost_avoids_a_pdb_violation_kep_commits() -> None:
     state = cluster(
         [node("a", 2), node("b", 2), node("c", 2)],
         [
-            pod("db", 2, priority=LOW, node="a", labels=protected),
-            pod("batch", 2, priority=LOW, node="b"),
-            pod("web", 1, priority=HIGH + 1, node="c"),
+            pod("db", 2, priority=LOW, node_name="a", labels=protected),
+            pod("batch", 2, priority=LOW, node_name="b"),
+            pod("web", 1, priority=HIGH + 1, node_name="c"),
             *_gang("g", 2, 1),
         ],
         [group("g", 2)],

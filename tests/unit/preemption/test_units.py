@@ -25,14 +25,14 @@ def test_victim_units_and_priorities() -> None:
     state = cluster(
         [node("a"), node("b")],
         [
-            pod("solo", priority=5, node="a", created=3),
-            pod("high", priority=100, node="a"),
-            pod("s-1", priority=90, node="a", group="single"),  # group priority 10 wins
-            pod("all-1", priority=0, node="a", group="all", created=2),
-            pod("all-2", priority=0, node="b", group="all", created=1),
-            pod("all-gone", priority=0, node="b", group="all", terminating=True),
-            pod("hiall-1", priority=0, node="b", group="hiall"),
-            pod("mine-1", node="b", group="g", priority=50),
+            pod("solo", priority=5, node_name="a", created=3),
+            pod("high", priority=100, node_name="a"),
+            pod("s-1", priority=90, node_name="a", group="single"),  # group priority 10 wins
+            pod("all-1", priority=0, node_name="a", group="all", created=2),
+            pod("all-2", priority=0, node_name="b", group="all", created=1),
+            pod("all-gone", priority=0, node_name="b", group="all", terminating=True),
+            pod("hiall-1", priority=0, node_name="b", group="hiall"),
+            pod("mine-1", node_name="b", group="g", priority=50),
             pod("g-2", group="g", priority=50),
         ],
         [
@@ -60,8 +60,8 @@ def test_all_group_members_on_unknown_nodes_are_evicted_with_it() -> None:
     state = cluster(
         [node("a", 1)],
         [
-            pod("v-1", node="a", group="v"),
-            pod("v-2", node="gone-node", group="v"),
+            pod("v-1", node_name="a", group="v"),
+            pod("v-2", node_name="gone-node", group="v"),
             pod("p", priority=10),
         ],
         [group("v", 2, priority=0, mode=DisruptionMode.ALL)],
@@ -74,9 +74,9 @@ def test_terminating_victims_counted_on_nominated_nodes_only() -> None:
     state = cluster(
         [node("a"), node("b")],
         [
-            pod("t-a", node="a", terminating=True),
-            pod("t-b", node="b", terminating=True),
-            pod("t-hi", node="a", priority=100, terminating=True),
+            pod("t-a", node_name="a", terminating=True),
+            pod("t-b", node_name="b", terminating=True),
+            pod("t-hi", node_name="a", priority=100, terminating=True),
             pod("g-1", priority=50, group="g", nominated="a"),
         ],
         [group("g", 1)],
@@ -86,17 +86,17 @@ def test_terminating_victims_counted_on_nominated_nodes_only() -> None:
 
 # ---------------------------------------------------------------------------------- PDBs
 def test_pdb_violations_count_evictions_beyond_the_allowance() -> None:
-    pods = [pod(f"p{i}", node="a", labels={"app": "x"}) for i in range(4)]
+    pods = [pod(f"p{i}", node_name="a", labels={"app": "x"}) for i in range(4)]
     index = BudgetIndex([budget("x", 1, app="x"), budget("other", 0, app="y")])
     assert index.violations(pods[:1]) == 0
     assert index.violations(pods[:3]) == 2
-    assert index.violations([pod("free", node="a")]) == 0
+    assert index.violations([pod("free", node_name="a")]) == 0
     assert not BudgetIndex([]).violations(pods)
 
 
 def test_budgets_only_select_their_namespace() -> None:
     index = BudgetIndex([budget("x", 0, app="x")])
-    other = pod("o", node="a", labels={"app": "x"}, namespace="elsewhere")
+    other = pod("o", node_name="a", labels={"app": "x"}, namespace="elsewhere")
     assert index.violations([other]) == 0
 
 
@@ -104,7 +104,7 @@ def test_budget_selector_expressions() -> None:
     sel = LabelSelector(match_labels=(("tier", "db"),))
     b = dataclasses.replace(budget("db", 0), selector=sel)
     index = BudgetIndex([b])
-    assert index.violations([pod("d", node="a", labels={"tier": "db"})]) == 1
+    assert index.violations([pod("d", node_name="a", labels={"tier": "db"})]) == 1
 
 
 # ---------------------------------------------------------------------------------- cost
@@ -142,9 +142,9 @@ def test_lone_pod_evicts_the_port_holder(strategy: str) -> None:
     state = cluster(
         [node("a"), node("b")],
         [
-            _with_ports(pod("port-a", "100m", priority=10, node="a", created=1)),
-            _with_ports(pod("port-b", "100m", priority=20, node="b", created=2)),
-            pod("filler", 1, priority=0, node="a"),
+            _with_ports(pod("port-a", "100m", priority=10, node_name="a", created=1)),
+            _with_ports(pod("port-b", "100m", priority=20, node_name="b", created=2)),
+            pod("filler", 1, priority=0, node_name="a"),
             _with_ports(pod("p", "100m", priority=50)),
         ],
     )
@@ -158,10 +158,10 @@ def test_gang_with_ports_spreads_over_port_holders(strategy: str) -> None:
     state = cluster(
         [node("a"), node("b"), node("c")],
         [
-            _with_ports(pod("port-a", "100m", priority=10, node="a")),
-            _with_ports(pod("port-b", "100m", priority=10, node="b")),
-            _with_ports(pod("port-c", "100m", priority=90, node="c")),
-            pod("other-a", "100m", priority=10, node="a"),
+            _with_ports(pod("port-a", "100m", priority=10, node_name="a")),
+            _with_ports(pod("port-b", "100m", priority=10, node_name="b")),
+            _with_ports(pod("port-c", "100m", priority=90, node_name="c")),
+            pod("other-a", "100m", priority=10, node_name="a"),
             *(
                 _with_ports(pod(f"g-{i}", "100m", priority=50, group="g", created=i))
                 for i in (1, 2)
@@ -190,8 +190,8 @@ def test_preemptor_anti_affinity_evicts_the_conflicting_pod(strategy: str) -> No
     state = cluster(
         [node("a"), node("b")],
         [
-            pod("noisy-a", "100m", priority=10, node="a", labels={"app": "noisy"}),
-            pod("noisy-b", "100m", priority=10, node="b", labels={"app": "noisy"}, created=5),
+            pod("noisy-a", "100m", priority=10, node_name="a", labels={"app": "noisy"}),
+            pod("noisy-b", "100m", priority=10, node_name="b", labels={"app": "noisy"}, created=5),
             dataclasses.replace(pod("p", "100m", priority=50), anti_affinity=_anti("noisy")),
         ],
     )
@@ -208,9 +208,9 @@ def test_victim_with_anti_affinity_blocks_until_evicted(strategy: str) -> None:
         [node("a")],
         [
             dataclasses.replace(
-                pod("grumpy", "100m", priority=10, node="a"), anti_affinity=_anti("friendly")
+                pod("grumpy", "100m", priority=10, node_name="a"), anti_affinity=_anti("friendly")
             ),
-            pod("ok", "100m", priority=10, node="a", created=9),
+            pod("ok", "100m", priority=10, node_name="a", created=9),
             pod("p", "100m", priority=50, labels={"app": "friendly"}),
         ],
     )
@@ -225,8 +225,8 @@ def test_gang_group_parts_nominated_to_one_node_both_bind(strategy: str) -> None
     state = cluster(
         [node("a", 4), node("b", 1)],
         [
-            pod("low", 4, priority=0, node="a"),
-            pod("keep", 1, priority=100, node="b"),
+            pod("low", 4, priority=0, node_name="a"),
+            pod("keep", 1, priority=100, node_name="b"),
             pod("x-1", 2, priority=50, group="x", created=1),
             pod("y-1", 2, priority=50, group="y", created=2),
         ],
@@ -243,8 +243,8 @@ def test_stale_nomination_of_an_unplaced_member_is_cleared(strategy: str) -> Non
     state = cluster(
         [node("a", 1), node("b", 1)],
         [
-            pod("low", 1, priority=0, node="a"),
-            pod("top", 1, priority=100, node="b"),
+            pod("low", 1, priority=0, node_name="a"),
+            pod("top", 1, priority=100, node_name="b"),
             pod("g-1", 1, priority=50, group="g", created=1),
             pod("g-2", 1, priority=50, group="g", created=2, nominated="b"),
         ],
