@@ -62,6 +62,8 @@ SCHEDULER = "gangsched"
 OTHER_SCHEDULER = "default-scheduler"
 JSON = dict[str, Any]
 Quantity = str | int | float
+#: For asserting on model values, which are in bytes: `claim.request == 20 * GIB`.
+GIB = 1024**3
 
 #: apiVersion of a PodGroup object per dialect (Koordinator gangs live on pod annotations,
 #: or use a scheduling.sigs.k8s.io PodGroup).
