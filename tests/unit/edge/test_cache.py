@@ -170,7 +170,7 @@ def test_a_failed_eviction_makes_the_victim_eligible_again() -> None:
 def test_removing_the_last_gate_requeues_the_gang_at_once() -> None:
     cache, scheduler = make()
     cache.nodes().replace([raw_node("n1")])
-    cache.pod_groups().replace([raw_group("g", 2)])
+    cache.pod_groups().replace([raw_pod_group("g", 2)])
     gated = raw_pod("g-1", group="g")
     gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
     cache.pods().replace([raw_pod("g-0", group="g"), gated])
