@@ -432,8 +432,8 @@ def test_node_volume_limits_count_existing_and_the_gangs_own_volumes() -> None:
 def test_search_moves_a_member_off_the_only_pv_another_member_can_use() -> None:
     # w0 fits the PVs of n1 and n2; w1 only n1's big one. The fixed order puts w0 on n1 (name
     # order breaks the tie) and w1 finds nothing; the search places w0 on n2 instead.
-    volumes = [local_volume("big", "n1", size_gib=50), local_volume("small", "n2", size_gib=10)]
-    claims = [claim("c0", size_gib=10), claim("c1", size_gib=40)]
+    volumes = [local_volume("big", "n1", size="50Gi"), local_volume("small", "n2", size="10Gi")]
+    claims = [claim("c0", size="10Gi"), claim("c1", size="40Gi")]
     members = [with_claims(pod(f"w{i}", group="job", created=float(i)), f"c{i}") for i in range(2)]
     book = volume_book(claims=claims, volumes=volumes)
     report = step(volume_cluster(NODES, members, [group("job", 2)], book=book))
