@@ -29,7 +29,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check gangsched tests bench
 
 typecheck: venv
-	$(VENV)/bin/mypy --strict gangsched
+	$(VENV)/bin/mypy --strict gangsched bench tests
 
 contracts: venv
 	$(VENV)/bin/lint-imports

@@ -51,7 +51,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -438,7 +439,7 @@ class ApiCounts:
             for labels, v in samples(text, "apiserver_flowcontrol_dispatched_requests_total")
             if labels.get("flow_schema") == FLOW_SCHEMA
         )
-        by: Counter[str] = Counter()
+        by: defaultdict[str, float] = defaultdict(float)
         for labels, v in samples(text, "apiserver_request_total"):
             resource = labels.get("resource", "") + (
                 "/" + labels["subresource"] if labels.get("subresource") else ""
@@ -671,7 +672,7 @@ def client_requests(launch: Launch) -> dict[str, float]:
     """The scheduler's own count of its requests, per verb (a cross-check of the API
     server's)."""
     text = scheduler_metrics_text(launch)
-    by: Counter[str] = Counter()
+    by: defaultdict[str, float] = defaultdict(float)
     if launch.kind == "gangsched":
         for labels, v in samples(text, "gangsched_api_requests_total"):
             by[labels.get("verb", "")] += v
@@ -754,7 +755,7 @@ class Watch:
                 await self.task
 
 
-async def wait_until(predicate: Any, timeout: float, step: float = 0.1) -> bool:
+async def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -50,7 +50,7 @@ SYSTEM_NS = "gangsched-system"
 
 # ------------------------------------------------------------------------------ installation
 def manifest_docs() -> list[JSON]:
-    docs = []
+    docs: list[JSON] = []
     for path in sorted(MANIFESTS.glob("*.yaml")):
         docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
     return docs

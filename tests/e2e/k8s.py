@@ -58,7 +58,7 @@ def unique_name(prefix: str) -> str:
 
 
 async def wait_for(
-    check: Callable[[], Awaitable[T]],
+    check: Callable[[], Awaitable[T | None]],
     *,
     timeout: float = 30.0,
     interval: float = 0.2,
@@ -69,7 +69,7 @@ async def wait_for(
     Exceptions raised by ``check`` propagate (make ``check`` return None to keep waiting).
     """
     deadline = time.monotonic() + timeout
-    last: T = await check()
+    last = await check()
     while not last:
         if time.monotonic() >= deadline:
             raise TimeoutError(

@@ -36,7 +36,8 @@ class Gangsched:
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"{self.metrics_url}/metrics", timeout=5) as response:
-            return response.read().decode()
+            body: bytes = response.read()
+            return body.decode()
 
     def assert_alive(self) -> None:
         if self.process.poll() is not None:

@@ -263,7 +263,7 @@ async def test_restart_mid_gang_finishes_it_from_the_api_server(
         async def whole() -> dict[str, str] | None:
             current = await workload.pods()
             nodes = {n: current[n]["spec"].get("nodeName") for n in gang.pod_names()}
-            return nodes if all(nodes.values()) else None  # type: ignore[return-value]
+            return nodes if all(nodes.values()) else None
 
         nodes = await eventually(whole, timeout=60, what="the gang to be whole")
         assert nodes["train-0"] == nodes["train-1"] == n0, "bound members stay where they are"
@@ -648,7 +648,7 @@ async def test_fuzzed_objects_are_reported_and_never_bound(
                     pod["metadata"]["annotations"][MIN_AVAILABLE] = spec["podAnnotation"]
                 created += await _create_all(kube, workload, [pod])
                 continue
-            group = {
+            group: JSON = {
                 "apiVersion": SIGS,
                 "kind": "PodGroup",
                 "metadata": {
@@ -696,8 +696,8 @@ async def test_fuzzed_objects_are_reported_and_never_bound(
         pods = await workload.pods()
         wrongly = []
         for (kind, name), problem in invalid.items():
-            members = [name] if kind == "Pod" else [p for p in pods if p.startswith(f"{name}-")]
-            wrongly += [f"{p} ({problem})" for p in members if pods[p]["spec"].get("nodeName")]
+            names = [name] if kind == "Pod" else [p for p in pods if p.startswith(f"{name}-")]
+            wrongly += [f"{p} ({problem})" for p in names if pods[p]["spec"].get("nodeName")]
         assert not wrongly, f"bound despite an invalid object: {wrongly}"
         assert replica.alive
         print(

@@ -83,7 +83,7 @@ class Env:
         async def check() -> dict[str, str] | None:
             pods = await self.pods()
             nodes = {n: (pods.get(n) or {}).get("spec", {}).get("nodeName") for n in names}
-            return nodes if all(nodes.values()) else None  # type: ignore[return-value]
+            return nodes if all(nodes.values()) else None
 
         self.sched.assert_alive()
         return await wait_for(check, timeout=timeout, interval=0.3, what=f"{names} bound")

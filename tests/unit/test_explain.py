@@ -4,6 +4,7 @@ the command's output and exit codes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,9 @@ def load(*paths: str | Path) -> ClusterState:
     return from_manifests([str(p) for p in paths], scheduler_name="gangsched")
 
 
-def run(paths: list[str | Path], target: str, *, preemption: bool = True, **kw: Any) -> Explanation:
+def run(
+    paths: Sequence[str | Path], target: str, *, preemption: bool = True, **kw: Any
+) -> Explanation:
     namespace, name = target.split("/")
     preemptor = build_preemptor() if preemption else None
     return explain(load(*paths), namespace, name, preemptor=preemptor, strategy="mincost", **kw)

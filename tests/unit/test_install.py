@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def locked(name: str) -> dict[str, tuple[str, list[str]]]:
     """package -> (version, hashes) of a --require-hashes requirements file."""
     text = (ROOT / name).read_text().replace("\\\n", " ")
-    entries = {}
+    entries: dict[str, tuple[str, list[str]]] = {}
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -101,7 +101,7 @@ def test_dockerignore_lets_in_exactly_what_the_build_copies() -> None:
         for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.startswith("!")
     }
-    copied = set()
+    copied: set[str] = set()
     for line in (ROOT / "Dockerfile").read_text().splitlines():
         if line.startswith("COPY ") and "--from" not in line:
             copied.update(p.rstrip("/") for p in line.split()[1:-1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.model import Node
+from gangsched.core.model import Node, Pod
 from gangsched.core.snapshot import Snapshot
 from tests.builders import node, pod
 
@@ -36,8 +36,8 @@ def test_rollback_restores_usage_and_pod_maps_exactly() -> None:
 )
 def test_any_sequence_rolls_back_to_its_checkpoint(ops: list[tuple[str, int, int]]) -> None:
     snap = Snapshot.build([node("n0"), node("n1"), node("n2")])
-    placed: list[object] = []
     marks: list[tuple[int, bytes, int]] = []
+    placed: list[Pod] = []
     counter = 0
     for op, where, cpu in ops:
         if op == "assume":
@@ -47,14 +47,14 @@ def test_any_sequence_rolls_back_to_its_checkpoint(ops: list[tuple[str, int, int
             placed.append(p)
         elif op == "remove" and placed:
             p = placed.pop()
-            snap.remove(p)  # type: ignore[arg-type]
+            snap.remove(p)
         elif op == "mark":
             marks.append((snap.checkpoint(), snap.requested.tobytes(), len(placed)))
         elif op == "rollback" and marks:
             mark, usage, _ = marks.pop()
             snap.rollback(mark)
             assert snap.requested.tobytes() == usage
-            placed = [p for p in placed if any(p.key in m for m in snap.node_pods)]  # type: ignore[attr-defined]
+            placed = [p for p in placed if any(p.key in m for m in snap.node_pods)]
     snap.rollback(0)
     assert not snap.requested.any()
 

@@ -35,10 +35,10 @@ def test_identical_events_are_posted_once_per_window() -> None:
 def test_rate_limit_drops_beyond_the_burst_and_refills() -> None:
     clock = Clock()
     recorder = EventRecorder(
-        kube=None,
+        kube=None,  # type: ignore[arg-type]
         clock=clock,
         rate_per_second=1,
-        burst=3,  # type: ignore[arg-type]
+        burst=3,
     )
     recorder._tokens = 3
     recorder._refilled = clock.now

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gangsched.core.model import Dialect, GroupRef, Node, Pod
+from gangsched.core.model import Node, Pod
 from gangsched.core.plugins.resources_fit import ResourcesFit
 from gangsched.core.status import Code
 from tests.builders import node as make_node
@@ -128,7 +128,7 @@ def test_fit(case: Case) -> None:
     assert rejections(ResourcesFit(), case.pod, snap) == case.rejected
 
 
-GANG = GroupRef(Dialect.SIGS, "default", "gang")
+GANG = "gang"
 
 
 @pytest.mark.parametrize(
@@ -140,9 +140,7 @@ GANG = GroupRef(Dialect.SIGS, "default", "gang")
         pytest.param(0, GANG, True, id="members of the nominated pod's own group may take it"),
     ],
 )
-def test_capacity_reserved_for_nominated_pods(
-    priority: int, group: GroupRef | None, fits: bool
-) -> None:
+def test_capacity_reserved_for_nominated_pods(priority: int, group: str | None, fits: bool) -> None:
     snap = snapshot([make_node("n", cpu="4", memory="8Gi")])
     nominated = make_pod("preemptor", cpu="3", priority=10, group=GANG, nominated="n", memory=None)
     snap.nominate(nominated, 0)

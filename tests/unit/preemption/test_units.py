@@ -133,19 +133,15 @@ def test_victim_cost_of_nothing() -> None:
 PORT = (HostPort("TCP", "", 8080),)
 
 
-def _with_ports(p):  # type: ignore[no-untyped-def]
-    return dataclasses.replace(p, host_ports=PORT)
-
-
 @BOTH
 def test_lone_pod_evicts_the_port_holder(strategy: str) -> None:
     state = cluster(
         [node("a"), node("b")],
         [
-            _with_ports(pod("port-a", "100m", priority=10, node_name="a", created=1)),
-            _with_ports(pod("port-b", "100m", priority=20, node_name="b", created=2)),
+            pod("port-a", "100m", priority=10, node_name="a", created=1, host_ports=PORT),
+            pod("port-b", "100m", priority=20, node_name="b", created=2, host_ports=PORT),
             pod("filler", 1, priority=0, node_name="a"),
-            _with_ports(pod("p", "100m", priority=50)),
+            pod("p", "100m", priority=50, host_ports=PORT),
         ],
     )
     outcome, _ = preempt(state, lone("p"), strategy)
@@ -158,12 +154,12 @@ def test_gang_with_ports_spreads_over_port_holders(strategy: str) -> None:
     state = cluster(
         [node("a"), node("b"), node("c")],
         [
-            _with_ports(pod("port-a", "100m", priority=10, node_name="a")),
-            _with_ports(pod("port-b", "100m", priority=10, node_name="b")),
-            _with_ports(pod("port-c", "100m", priority=90, node_name="c")),
+            pod("port-a", "100m", priority=10, node_name="a", host_ports=PORT),
+            pod("port-b", "100m", priority=10, node_name="b", host_ports=PORT),
+            pod("port-c", "100m", priority=90, node_name="c", host_ports=PORT),
             pod("other-a", "100m", priority=10, node_name="a"),
             *(
-                _with_ports(pod(f"g-{i}", "100m", priority=50, group="g", created=i))
+                pod(f"g-{i}", "100m", priority=50, group="g", created=i, host_ports=PORT)
                 for i in (1, 2)
             ),
         ],
