@@ -364,8 +364,10 @@ class Scenario:
 
     # -- reading the current state
     def pod(self, name: str) -> Manifest | None:
+        """The pod called `name`, or "namespace/name"."""
+        namespace, _, short = name.rpartition("/")
         for key, raw in self.objects.items():
-            if key[1] == "Pod" and key[3] == name:
+            if key[1] == "Pod" and key[3] == short and (not namespace or key[2] == namespace):
                 return raw
         return None
 
@@ -494,6 +496,18 @@ def run_simulate(
             code = main(argv)
     assert code == 0, f"gangsched simulate exited {code}: {err.getvalue()}"
     return json.loads(out.getvalue())  # type: ignore[no-any-return]
+
+
+def simulate_problems(manifests: list[Manifest]) -> list[str]:
+    """The problems `gangsched simulate` reports for input it refuses (exit status 2)."""
+    with tempfile.TemporaryDirectory(prefix="conformance-") as directory:
+        path = Path(directory) / "cluster.json"
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["simulate", str(path), "-o", "json"])
+    assert code == 2, f"gangsched simulate accepted the input (exit {code}): {out.getvalue()[:500]}"
+    return err.getvalue().splitlines()
 
 
 def _loader_reads(raw: Manifest) -> bool:
