@@ -388,6 +388,7 @@ def _spec_key(pod: Pod) -> tuple[object, ...]:
         pod.anti_affinity,
         pod.spread,
         pod.volume_claims,
+        pod.os_name,
     )
 
 

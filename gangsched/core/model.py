@@ -192,6 +192,11 @@ class Pod:
     #: spec.schedulingGates names: while any is left the API server refuses to bind the pod,
     #: so it is never placed, never a preemptor and never counted toward minMember.
     scheduling_gates: tuple[str, ...] = ()
+    #: spec.os.name ("linux", "windows"; "" when unset): the kubelet refuses other OSes.
+    os_name: str = ""
+    #: Spec features gangsched cannot place yet, as users name them (e.g. "spec.resourceClaims
+    #: (Dynamic Resource Allocation)"): the pod is refused on every node, never bound.
+    unsupported: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

@@ -85,9 +85,14 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
     owner = _controller_owner(meta.get("ownerReferences"), r.namespace)
     volume_claims = _read_volume_claims(r, spec.get("volumes"))
     gates = _read_scheduling_gates(r, spec.get("schedulingGates"))
+    os_body = r.mapping(spec.get("os"), "spec.os")
+    os_name = r.string(os_body.get("name"), "spec.os.name")
+    if spec.get("os") is not None and os_name not in ("linux", "windows"):
+        r.add("spec.os.name", f"must be linux or windows, got {show(os_name)}")
     if gates and node_name:
         # The API server refuses this combination at creation (KEP-3521).
         r.add("spec.nodeName", "cannot be set until all schedulingGates have been cleared")
+    unsupported = _unsupported(r, spec)
     r.done()
     return Pod(
         namespace=r.namespace,
@@ -114,7 +119,17 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         owner=owner,
         volume_claims=volume_claims,
         scheduling_gates=gates,
+        os_name=os_name,
+        unsupported=unsupported,
     )
+
+
+def _unsupported(r: Reader, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the pod asks for that gangsched cannot honour yet (see plugins/unsupported.py)."""
+    found = []
+    if r.items(spec.get("resourceClaims"), "spec.resourceClaims"):
+        found.append("spec.resourceClaims (Dynamic Resource Allocation)")
+    return tuple(found)
 
 
 def _read_scheduling_gates(r: Reader, raw: Any) -> tuple[str, ...]:
@@ -187,7 +202,10 @@ def _read_requirements(r: Reader, raw: Any, field: str) -> ResourceList:
     return requests
 
 
-def _read_ports(r: Reader, raw: Any, field: str) -> list[HostPort]:
+def _read_ports(r: Reader, raw: Any, field: str, *, host_network: bool) -> list[HostPort]:
+    """Host ports the container occupies. With hostNetwork every container port is a host
+    port: the API server defaults hostPort to containerPort, which manifests have not been
+    through."""
     ports = []
     for index, entry in enumerate(r.items(raw, field)):
         port_field = item(field, index)
@@ -197,6 +215,13 @@ def _read_ports(r: Reader, raw: Any, field: str) -> list[HostPort]:
         )
         protocol = r.choice(body.get("protocol"), child(port_field, "protocol"), PROTOCOLS, "TCP")
         host_ip = r.string(body.get("hostIP"), child(port_field, "hostIP"))
+        if host_network and not host_port:
+            host_port = r.integer(
+                body.get("containerPort"),
+                child(port_field, "containerPort"),
+                minimum=1,
+                maximum=65535,
+            )
         if host_port:
             ports.append(HostPort(protocol=protocol, host_ip=host_ip, port=host_port))
     return ports
@@ -207,6 +232,7 @@ def _read_containers(
 ) -> tuple[ResourceList, tuple[HostPort, ...]]:
     """The pod's effective requests and the host ports it occupies while running."""
     containers = r.items(spec.get("containers"), "spec.containers")
+    host_network = r.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
     if not containers and r.raw:
         r.add("spec.containers", "at least one container is required")
     steady: list[ResourceList] = []
@@ -216,7 +242,9 @@ def _read_containers(
         field = item("spec.containers", index)
         body = r.mapping(entry, field)
         steady.append(_read_requirements(r, body.get("resources"), child(field, "resources")))
-        ports.extend(_read_ports(r, body.get("ports"), child(field, "ports")))
+        ports.extend(
+            _read_ports(r, body.get("ports"), child(field, "ports"), host_network=host_network)
+        )
     init: list[tuple[ResourceList, bool]] = []
     for index, entry in enumerate(r.items(spec.get("initContainers"), "spec.initContainers")):
         field = item("spec.initContainers", index)
@@ -226,7 +254,9 @@ def _read_containers(
         sidecar = policy == "Always"
         init.append((requests, sidecar))
         if sidecar:  # only sidecars keep their ports for the pod's lifetime
-            sidecar_ports.extend(_read_ports(r, body.get("ports"), child(field, "ports")))
+            sidecar_ports.extend(
+                _read_ports(r, body.get("ports"), child(field, "ports"), host_network=host_network)
+            )
     overhead = r.resources(spec.get("overhead"), "spec.overhead")
     requests = effective_requests(steady, init)
     # Pod-level resources (PodLevelResources) replace the container sum for cpu, memory and

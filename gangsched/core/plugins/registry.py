@@ -12,11 +12,13 @@ from gangsched.core.plugins.least_allocated import LeastAllocated
 from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.plugins.node_affinity import NodeAffinity, PreferredNodeAffinity
 from gangsched.core.plugins.node_name import NodeName
+from gangsched.core.plugins.node_os import NodeOS
 from gangsched.core.plugins.node_ports import NodePorts
 from gangsched.core.plugins.node_unschedulable import NodeUnschedulable
 from gangsched.core.plugins.pod_topology_spread import PodTopologySpread, PodTopologySpreadScore
 from gangsched.core.plugins.resources_fit import ResourcesFit
 from gangsched.core.plugins.taint_toleration import PreferNoScheduleTaints, TaintToleration
+from gangsched.core.plugins.unsupported import Unsupported
 from gangsched.core.volumes.binding import VolumeBinding
 from gangsched.core.volumes.limits import NodeVolumeLimits
 from gangsched.core.volumes.restrictions import VolumeRestrictions
@@ -55,6 +57,7 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
         NodeName(),
         TaintToleration(),
         NodeAffinity(),
+        NodeOS(),
         NodePorts(),
         ResourcesFit(),
         VolumeRestrictions(),
@@ -77,4 +80,4 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
         (PreferNoScheduleTaints(), weight["TaintToleration"]),
         (PodTopologySpreadScore(), weight["PodTopologySpread"]),
     ]
-    return Framework(filters=filters, scores=scores, pre_filters=[binding])
+    return Framework(filters=filters, scores=scores, pre_filters=[Unsupported(), binding])

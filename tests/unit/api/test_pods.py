@@ -676,3 +676,27 @@ def test_bad_gates_name_the_field(spec: dict[str, Any], field: str, problem: str
         pod_from_raw(raw_pod(**spec), priorities=NO_CLASSES)
     text = str(caught.value)
     assert field in text and problem in text, text
+
+
+# -- OS and host network ------------------------------------------------------------------------
+def test_os_name_is_read_and_checked() -> None:
+    assert pod_from_raw(raw_pod(os={"name": "windows"}), priorities=NO_CLASSES).os_name == "windows"
+    assert pod_from_raw(raw_pod(), priorities=NO_CLASSES).os_name == ""
+    with pytest.raises(InvalidObject) as caught:
+        pod_from_raw(raw_pod(os={"name": "plan9"}), priorities=NO_CLASSES)
+    assert 'spec.os.name: must be linux or windows, got "plan9"' in str(caught.value)
+
+
+def test_host_network_container_ports_are_host_ports() -> None:
+    """The API server defaults hostPort to containerPort under hostNetwork (manifests have
+    not been through it): two such pods conflict on a node."""
+    containers = [
+        {
+            "name": "main",
+            "ports": [{"containerPort": 8080}, {"containerPort": 53, "protocol": "UDP"}],
+        }
+    ]
+    pod = pod_from_raw(raw_pod(hostNetwork=True, containers=containers), priorities=NO_CLASSES)
+    assert pod.host_ports == (HostPort("TCP", "", 8080), HostPort("UDP", "", 53))
+    plain = pod_from_raw(raw_pod(containers=containers), priorities=NO_CLASSES)
+    assert plain.host_ports == ()
