@@ -484,6 +484,22 @@ def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
         repr(spec.get("tolerations")),
         status.get("phase"),  # PodGroup status counts running members
         status.get("nominatedNodeName"),
+        # In-place resize: what containers hold now counts until the resize is done.
+        repr(
+            [
+                (c.get("name"), c.get("allocatedResources"), c.get("resources"))
+                for c in (status.get("containerStatuses") or [])
+                + (status.get("initContainerStatuses") or [])
+                if isinstance(c, dict) and (c.get("allocatedResources") or c.get("resources"))
+            ]
+        ),
+        status.get("resize"),
+        any(
+            isinstance(c, dict)
+            and c.get("type") == "PodResizePending"
+            and c.get("reason") == "Infeasible"
+            for c in status.get("conditions") or []
+        ),
     )
 
 

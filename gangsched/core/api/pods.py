@@ -36,7 +36,7 @@ from gangsched.core.model import (
     Toleration,
     TopologySpreadConstraint,
 )
-from gangsched.core.resources import CPU, MEMORY, ResourceList, effective_requests
+from gangsched.core.resources import CPU, MEMORY, ResourceList, effective_requests, max_each
 
 DEFAULT_SCHEDULER = "default-scheduler"
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -57,7 +57,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
     created = r.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
     deleted = r.timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
 
-    requests, host_ports = _read_containers(r, spec)
+    requests, host_ports = _read_containers(r, spec, status)
     affinity = r.mapping(spec.get("affinity"), "spec.affinity")
     required_terms, preferred_terms = _read_node_affinity(r, affinity.get("nodeAffinity"))
     node_selector = r.string_map(spec.get("nodeSelector"), "spec.nodeSelector")
@@ -227,11 +227,62 @@ def _read_ports(r: Reader, raw: Any, field: str, *, host_network: bool) -> list[
     return ports
 
 
+def _actual_requests(r: Reader, status: Mapping[str, Any], key: str) -> dict[str, ResourceList]:
+    """Per container name, what the kubelet reports the container has now: the larger of its
+    status resources.requests and allocatedResources (in-place resize, KEP-1287)."""
+    out: dict[str, ResourceList] = {}
+    base = f"status.{key}"
+    for index, entry in enumerate(r.items(status.get(key), base)):
+        field = item(base, index)
+        body = r.mapping(entry, field)
+        name = r.string(body.get("name"), child(field, "name"))
+        actual = r.mapping(body.get("resources"), child(field, "resources"))
+        requests = r.resources(actual.get("requests"), child(field, "resources.requests"))
+        allocated = r.resources(body.get("allocatedResources"), child(field, "allocatedResources"))
+        max_each(requests, allocated)
+        if name and requests:
+            out[name] = requests
+    return out
+
+
+def _resize_infeasible(status: Mapping[str, Any]) -> bool:
+    """The kubelet cannot apply a resize (condition PodResizePending reason Infeasible, or
+    the older status.resize): the spec's requests are not what the node holds."""
+    if status.get("resize") == "Infeasible":
+        return True
+    conditions = status.get("conditions")
+    return isinstance(conditions, list) and any(
+        isinstance(c, dict)
+        and c.get("type") == "PodResizePending"
+        and c.get("reason") == "Infeasible"
+        for c in conditions
+    )
+
+
+def _with_actual(
+    name: str, requests: ResourceList, actual: dict[str, ResourceList], infeasible: bool
+) -> ResourceList:
+    """kube-scheduler's request for a container being resized in place: the larger of the
+    spec and what it has now, or only what it has now when the resize is infeasible."""
+    now = actual.get(name)
+    if now is None:
+        return requests
+    return dict(now) if infeasible else max_each(dict(requests), now)
+
+
 def _read_containers(
-    r: Reader, spec: Mapping[str, Any]
+    r: Reader, spec: Mapping[str, Any], status: Mapping[str, Any]
 ) -> tuple[ResourceList, tuple[HostPort, ...]]:
-    """The pod's effective requests and the host ports it occupies while running."""
+    """The pod's effective requests and the host ports it occupies while running.
+
+    Requests as kube-scheduler computes them (component-helpers PodRequests with status
+    resources): containers summed, sidecars (restartable init containers) added and
+    counted during init, the init peak, pod-level resources, overhead; a container being
+    resized in place counts with the larger of its spec and what it holds now."""
     containers = r.items(spec.get("containers"), "spec.containers")
+    actual = _actual_requests(r, status, "containerStatuses")
+    actual_init = _actual_requests(r, status, "initContainerStatuses")
+    infeasible = _resize_infeasible(status)
     host_network = r.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
     if not containers and r.raw:
         r.add("spec.containers", "at least one container is required")
@@ -241,7 +292,9 @@ def _read_containers(
     for index, entry in enumerate(containers):
         field = item("spec.containers", index)
         body = r.mapping(entry, field)
-        steady.append(_read_requirements(r, body.get("resources"), child(field, "resources")))
+        requests = _read_requirements(r, body.get("resources"), child(field, "resources"))
+        name = r.string(body.get("name"), child(field, "name"))
+        steady.append(_with_actual(name, requests, actual, infeasible))
         ports.extend(
             _read_ports(r, body.get("ports"), child(field, "ports"), host_network=host_network)
         )
@@ -252,6 +305,9 @@ def _read_containers(
         requests = _read_requirements(r, body.get("resources"), child(field, "resources"))
         policy = r.string(body.get("restartPolicy"), child(field, "restartPolicy"))
         sidecar = policy == "Always"
+        if sidecar:
+            name = r.string(body.get("name"), child(field, "name"))
+            requests = _with_actual(name, requests, actual_init, infeasible)
         init.append((requests, sidecar))
         if sidecar:  # only sidecars keep their ports for the pod's lifetime
             sidecar_ports.extend(

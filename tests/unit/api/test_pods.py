@@ -700,3 +700,50 @@ def test_host_network_container_ports_are_host_ports() -> None:
     assert pod.host_ports == (HostPort("TCP", "", 8080), HostPort("UDP", "", 53))
     plain = pod_from_raw(raw_pod(containers=containers), priorities=NO_CLASSES)
     assert plain.host_ports == ()
+
+
+# -- in-place resize ----------------------------------------------------------------------------
+def _resizing(**status: Any) -> dict[str, Any]:
+    raw = raw_pod(
+        nodeName="n1",
+        containers=[{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+        initContainers=[
+            {
+                "name": "proxy",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"cpu": "100m"}},
+            }
+        ],
+    )
+    raw["status"] = {"phase": "Running", **status}
+    return raw
+
+
+def test_a_container_resized_down_counts_what_it_still_holds() -> None:
+    """Spec lowered to 1 CPU; the kubelet still gives the container 3 (and the sidecar 500m):
+    the node holds the larger until the resize is done, as kube-scheduler counts it."""
+    status = {
+        "containerStatuses": [
+            {
+                "name": "main",
+                "allocatedResources": {"cpu": "3"},
+                "resources": {"requests": {"cpu": "2"}},
+            }
+        ],
+        "initContainerStatuses": [{"name": "proxy", "allocatedResources": {"cpu": "500m"}}],
+    }
+    pod = pod_from_raw(_resizing(**status), priorities=NO_CLASSES)
+    assert pod.requests["cpu"] == 3500
+    assert pod.requests["memory"] == 1024 * MI
+
+
+def test_an_infeasible_resize_counts_only_what_the_container_holds() -> None:
+    status = {
+        "containerStatuses": [
+            {"name": "main", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}
+        ],
+        "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}],
+    }
+    pod = pod_from_raw(_resizing(**status), priorities=NO_CLASSES)
+    assert pod.requests["cpu"] == 600  # 500m held + the sidecar's 100m
+    assert pod_from_raw(_resizing(), priorities=NO_CLASSES).requests["cpu"] == 1100

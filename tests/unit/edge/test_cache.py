@@ -201,3 +201,15 @@ def test_a_gated_pod_whose_gates_do_not_change_is_left_alone() -> None:
     cache.pods().upsert(still)
     assert scheduler.step(0.0) is None
     assert scheduler.cluster.pods["default/solo"].scheduling_gates == ("b",)
+
+
+def test_a_resize_reported_in_status_changes_what_the_pod_holds() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    running = raw_pod("big", node="n1", cpu="1")
+    cache.pods().replace([running])
+    assert scheduler.cluster.pods["default/big"].requests["cpu"] == 1000
+    resized = raw_pod("big", node="n1", cpu="1")
+    resized["status"]["containerStatuses"] = [{"name": "c", "allocatedResources": {"cpu": "3"}}]
+    cache.pods().upsert(resized)  # a status-only update: still read
+    assert scheduler.cluster.pods["default/big"].requests["cpu"] == 3000
