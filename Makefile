@@ -25,11 +25,11 @@ simulate-demo: venv
 	$(VENV)/bin/gangsched simulate examples/seed-walkthrough.yaml
 
 lint: venv
-	$(VENV)/bin/ruff check gangsched tests bench
-	$(VENV)/bin/ruff format --check gangsched tests bench
+	$(VENV)/bin/ruff check gangsched tests bench devtools
+	$(VENV)/bin/ruff format --check gangsched tests bench devtools
 
 typecheck: venv
-	$(VENV)/bin/mypy --strict gangsched bench tests
+	$(VENV)/bin/mypy --strict gangsched bench tests devtools
 
 contracts: venv
 	$(VENV)/bin/lint-imports

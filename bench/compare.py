@@ -57,6 +57,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench.harness import (
     HACK,
     ROOT,
@@ -64,10 +66,11 @@ from bench.harness import (
     SchedulerProcess,
     connect,
     create_nodes,
-    free_ports,
     install_gangsched,
     percentile,
 )
+from devtools import gangsched as gangsched_process
+from devtools.processes import free_ports, http_get, wait_ready_async
 from gangsched.edge.kube import Kube
 
 NAMESPACE = "bench"
@@ -526,25 +529,9 @@ async def prepare_cluster(env: Env, kube: Kube) -> None:
 
 
 def write_kubeconfig(env: Env, path: Path, token: str, user: str) -> None:
-    import base64
-
-    ca = base64.b64encode(env.ca.read_bytes()).decode()
-    path.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster: {{server: "{env.server}", certificate-authority-data: {ca}}}
-users:
-- name: {user}
-  user: {{token: "{token}"}}
-contexts:
-- name: local
-  context: {{cluster: local, user: {user}}}
-current-context: local
-"""
+    gangsched_process.token_kubeconfig(
+        path, server=env.server, ca_data=env.ca.read_bytes(), token=token, user=user
     )
-    path.chmod(0o600)
 
 
 def sa_token(env: Env, namespace: str, name: str) -> str:
@@ -565,29 +552,20 @@ class Launch:
 
 def prepare_launch(env: Env, scheduler: str, run_dir: Path) -> Launch:
     run_dir.mkdir(parents=True, exist_ok=True)
-    metrics, health = free_ports(2)
     if scheduler.startswith("gangsched"):
         kubeconfig = run_dir / "gangsched.kubeconfig"
         write_kubeconfig(
             env, kubeconfig, sa_token(env, "gangsched-system", "gangsched"), "gangsched"
         )
-        config = run_dir / "gangsched.yaml"
-        config.write_text(
-            f"metricsAddress: 127.0.0.1:{metrics}\nhealthAddress: 127.0.0.1:{health}\n"
-            "bindConcurrency: 64\nleaderElection: {enabled: false}\n"
+        settings = gangsched_process.listen_config(
+            bindConcurrency=64, leaderElection={"enabled": False}
         )
-        argv = [
-            sys.executable,
-            "-m",
-            "gangsched.cli",
-            "run",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--config",
-            str(config),
-        ]
-        url = f"http://127.0.0.1:{metrics}"
+        config = run_dir / "gangsched.yaml"
+        config.write_text(yaml.safe_dump(settings))
+        argv = gangsched_process.argv(kubeconfig=kubeconfig, config=config)
+        url = gangsched_process.metrics_url(settings)
         return Launch(argv, run_dir / "gangsched.log", url, f"{url}/readyz", "gangsched")
+    (metrics,) = free_ports(1)
     kubeconfig = run_dir / "kube-scheduler.kubeconfig"
     write_kubeconfig(env, kubeconfig, sa_token(env, *KS_SA), KS_SA[1])
     config = run_dir / "kube-scheduler.yaml"
@@ -632,38 +610,16 @@ def start(launch: Launch) -> SchedulerProcess:
     return SchedulerProcess(process, launch.metrics_url, launch.log)
 
 
-def http_ok(url: str) -> bool:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    try:
-        with urllib.request.urlopen(url, timeout=2, context=context) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 async def wait_ready(running: SchedulerProcess, launch: Launch, timeout: float = 180) -> float:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if running.process.poll() is not None:
-            raise RuntimeError(f"{launch.kind} exited: {launch.log.read_text()[-2000:]}")
-        if await asyncio.to_thread(http_ok, launch.ready_url):
-            return time.time()
-        await asyncio.sleep(0.2)
+    """The wall-clock time the scheduler answered its readiness URL."""
+    if await wait_ready_async(launch.ready_url, alive=running.alive, timeout=timeout):
+        return time.time()
     raise TimeoutError(f"{launch.kind} not ready")
 
 
 def scheduler_metrics_text(launch: Launch) -> str:
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(
-            f"{launch.metrics_url}/metrics", timeout=10, context=context
-        ) as r:
-            text: str = r.read().decode()
-            return text
+        return http_get(f"{launch.metrics_url}/metrics", timeout=10)[1]
     except OSError:
         return ""
 

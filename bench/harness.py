@@ -9,32 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devtools import gangsched as gangsched_process
+from devtools.processes import free_ports, http_get, terminate, wait_ready
 from gangsched.edge.kube import Kube, KubeError
 
 ROOT = Path(__file__).resolve().parents[1]
 HACK = ROOT / "hack"
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def bin_dir() -> Path:
@@ -172,21 +159,19 @@ class SchedulerProcess:
             return 0.0
 
     def metric(self, name: str) -> float:
-        with urllib.request.urlopen(f"{self.metrics_url}/metrics", timeout=10) as response:
-            text = response.read().decode()
+        text = http_get(f"{self.metrics_url}/metrics", timeout=10)[1]
         return sum(
             float(line.rsplit(" ", 1)[1])
             for line in text.splitlines()
             if line.startswith(name) and not line.startswith("#")
         )
 
+    def alive(self) -> None:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"{self.log.stem} exited: {self.log.read_text()[-2000:]}")
+
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        terminate(self.process)
 
 
 def install_gangsched(cluster: Cluster) -> None:
@@ -197,7 +182,9 @@ def install_gangsched(cluster: Cluster) -> None:
         cluster.kubectl("apply", "-f", str(ROOT / "manifests" / manifest))
 
 
-def start_gangsched(cluster: Cluster, *, extra_config: str = "") -> SchedulerProcess:
+def start_gangsched(
+    cluster: Cluster, *, extra_config: dict[str, Any] | None = None
+) -> SchedulerProcess:
     install_gangsched(cluster)
     sa = cluster.dir / "gangsched.kubeconfig"
     subprocess.run(
@@ -206,39 +193,17 @@ def start_gangsched(cluster: Cluster, *, extra_config: str = "") -> SchedulerPro
         capture_output=True,
         env={**os.environ, "KUBECTL": str(cluster.bins / "kubectl")},
     )
-    metrics, health = free_ports(2)
-    config = cluster.dir / "gangsched-bench.yaml"
-    config.write_text(
-        f"metricsAddress: 127.0.0.1:{metrics}\nhealthAddress: 127.0.0.1:{health}\n"
-        "bindConcurrency: 64\nleaderElection: {enabled: false}\n" + extra_config
+    config = gangsched_process.listen_config(
+        bindConcurrency=64, leaderElection={"enabled": False}, **(extra_config or {})
     )
     log = cluster.dir / "gangsched.log"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gangsched.cli",
-            "run",
-            "--kubeconfig",
-            str(sa),
-            "--config",
-            str(config),
-        ],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        cwd=ROOT,
+    process = gangsched_process.start(
+        kubeconfig=sa, config=config, config_path=cluster.dir / "gangsched-bench.yaml", log=log
     )
-    running = SchedulerProcess(process, f"http://127.0.0.1:{metrics}", log)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"gangsched exited: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{running.metrics_url}/readyz", timeout=2) as r:
-                if r.status == 200:
-                    return running
-        except OSError:
-            time.sleep(0.3)
+    running = SchedulerProcess(process, gangsched_process.metrics_url(config), log)
+    if wait_ready(f"{running.metrics_url}/readyz", alive=running.alive, timeout=120):
+        return running
+    running.stop()
     raise TimeoutError("gangsched not ready")
 
 

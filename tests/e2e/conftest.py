@@ -21,7 +21,6 @@ import contextlib
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -29,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from devtools.processes import free_ports
 
 from .k8s import Kube
 
@@ -110,20 +111,6 @@ def logs_tail(cluster_dir: Path, lines: int = 40) -> str:
         out.append(f"----- {log} (last {lines} lines) -----")
         out.extend(text[-lines:])
     return "\n".join(out) if out else f"(no logs in {cluster_dir / 'logs'})"
-
-
-def free_ports(count: int) -> list[int]:
-    """Distinct free loopback TCP ports (held open together so they differ)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def read_env_file(path: Path) -> dict[str, str]:

@@ -19,27 +19,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import random
 import re
 import signal
 import subprocess
-import sys
 import time
-import urllib.request
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from devtools import gangsched as gangsched_process
+from devtools.processes import http_get, http_ok, wait_ready_async
 from gangsched.core.quantity import to_milli, to_units
 from gangsched.edge.informer import Informer
 from gangsched.edge.kube import Kube as EdgeKube
 
-from .conftest import REPO_ROOT, Cluster, free_ports
+from .conftest import REPO_ROOT, Cluster
 from .k8s import JSON, Kube, condition, fake_node, pod_manifest
 
 MANIFESTS = REPO_ROOT / "manifests"
@@ -59,10 +58,9 @@ def manifest_docs() -> list[JSON]:
 def manifest_config(**overrides: Any) -> dict[str, Any]:
     """manifests/' ConfigMap config.yaml, addresses moved to free loopback ports."""
     config_map = next(d for d in manifest_docs() if d["kind"] == "ConfigMap")
-    config: dict[str, Any] = yaml.safe_load(config_map["data"]["config.yaml"])
-    metrics, health = free_ports(2)
-    config["metricsAddress"] = f"127.0.0.1:{metrics}"
-    config["healthAddress"] = f"127.0.0.1:{health}"
+    config: dict[str, Any] = gangsched_process.listen_config(
+        **yaml.safe_load(config_map["data"]["config.yaml"])
+    )
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(config.get(key), dict):
             config[key] = {**config[key], **value}
@@ -83,35 +81,17 @@ def token_kubeconfig(cluster: Cluster, service_account: str, out: Path) -> Path:
     token = cluster.kubectl(
         "-n", SYSTEM_NS, "create", "token", service_account, "--duration", "2h"
     ).stdout.strip()
-    env = cluster.env
     ca = cluster.kubectl(
         "config", "view", "--raw", "--minify", "-o",
         "jsonpath={.clusters[0].cluster.certificate-authority-data}",
     ).stdout.strip()  # fmt: skip
-    out.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "e2e",
-                        "cluster": {
-                            "server": env.get("SERVER", cluster.server),
-                            "certificate-authority-data": ca,
-                        },
-                    }
-                ],
-                "users": [{"name": service_account, "user": {"token": token}}],
-                "contexts": [
-                    {"name": "e2e", "context": {"cluster": "e2e", "user": service_account}}
-                ],
-                "current-context": "e2e",
-            }
-        )
+    return gangsched_process.token_kubeconfig(
+        out,
+        server=cluster.env.get("SERVER", cluster.server),
+        ca_data=ca,
+        token=token,
+        user=service_account,
     )
-    out.chmod(0o600)
-    return out
 
 
 # ----------------------------------------------------------------------------------- replicas
@@ -124,7 +104,7 @@ class Replica:
     workdir: Path
     config: dict[str, Any]
     service_account: str = "gangsched"
-    command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "gangsched.cli"])
+    command: Sequence[str] = gangsched_process.COMMAND
     process: subprocess.Popen[bytes] | None = None
     incarnation: int = 0
     exit_codes: list[int] = field(default_factory=list)
@@ -132,11 +112,10 @@ class Replica:
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = self.workdir / f"{self.name}.yaml"
-        self.config_path.write_text(yaml.safe_dump(self.config))
         self.kubeconfig = token_kubeconfig(
             self.cluster, self.service_account, self.workdir / f"{self.name}.kubeconfig"
         )
-        self.metrics_url = f"http://{self.config['metricsAddress']}"
+        self.metrics_url = gangsched_process.metrics_url(self.config)
 
     @property
     def log(self) -> Path:
@@ -148,22 +127,15 @@ class Replica:
     def start(self) -> Replica:
         assert not self.alive, f"{self.name} is already running"
         self.incarnation += 1
-        env = {**os.environ, "POD_NAME": self.name, "PYTHONUNBUFFERED": "1"}
-        env.pop("KUBECONFIG", None)
-        self.process = subprocess.Popen(
-            [
-                *self.command,
-                "run",
-                "--kubeconfig",
-                str(self.kubeconfig),
-                "--config",
-                str(self.config_path),
-            ],
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
+        self.process = gangsched_process.start(
+            kubeconfig=self.kubeconfig,
+            config=self.config,
+            config_path=self.config_path,
+            log=self.log,
+            command=self.command,
+            env={"POD_NAME": self.name},  # the identity, as the Deployment sets it
             cwd=self.workdir,
-            env=env,
-            start_new_session=True,
+            new_session=True,
         )
         pid_dir = self.cluster.dir / "pids"
         if pid_dir.is_dir() and str(self.cluster.dir) in str(self.kubeconfig):
@@ -202,26 +174,19 @@ class Replica:
         return await self.wait_exit(timeout)
 
     def http(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"{self.metrics_url}{path}", timeout=3) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
+        return http_get(f"{self.metrics_url}{path}", timeout=3)
 
     def ready(self) -> bool:
-        try:
-            return self.http("/readyz")[0] == 200
-        except OSError:
-            return False
+        return http_ok(f"{self.metrics_url}/readyz")
+
+    def assert_alive(self) -> None:
+        if not self.alive:
+            raise AssertionError(f"{self.name} exited:\n{self.tail()}")
 
     async def wait_ready(self, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.ready():
-            if not self.alive:
-                raise AssertionError(f"{self.name} exited:\n{self.tail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name} not ready within {timeout}s:\n{self.tail()}")
-            await asyncio.sleep(0.2)
+        url = f"{self.metrics_url}/readyz"
+        if not await wait_ready_async(url, alive=self.assert_alive, timeout=timeout):
+            raise AssertionError(f"{self.name} not ready within {timeout}s:\n{self.tail()}")
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` whose labels include `labels` (0 if none)."""

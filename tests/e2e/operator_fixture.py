@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from .conftest import REPO_ROOT, Cluster, free_ports
-from .processes import terminate, wait_ready
+from devtools import gangsched as gangsched_process
+from devtools.processes import http_get, log_tail, terminate, wait_ready
+
+from .conftest import REPO_ROOT, Cluster
 
 
 @dataclass
@@ -29,15 +29,12 @@ class Gangsched:
     kubeconfig: Path
 
     def log_tail(self, lines: int = 60) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log, lines)
 
     def metrics(self) -> str:
-        with urllib.request.urlopen(f"{self.metrics_url}/metrics", timeout=5) as response:
-            body: bytes = response.read()
-            return body.decode()
+        status, body = http_get(f"{self.metrics_url}/metrics")
+        assert status == 200, f"GET /metrics: HTTP {status}"
+        return body
 
     def assert_alive(self) -> None:
         if self.process.poll() is not None:
@@ -67,36 +64,21 @@ def service_account_kubeconfig(cluster: Cluster, out: Path) -> Path:
 def start(cluster: Cluster, workdir: Path, *, name: str = "gangsched-e2e") -> Gangsched:
     install(cluster)
     kubeconfig = service_account_kubeconfig(cluster, workdir / f"{name}.kubeconfig")
-    metrics_port, health_port = free_ports(2)
-    config = workdir / f"{name}.yaml"
-    config.write_text(
-        "schedulerName: gangsched\n"
-        f"metricsAddress: 127.0.0.1:{metrics_port}\n"
-        f"healthAddress: 127.0.0.1:{health_port}\n"
-        "logFormat: json\n"
-        "backoff: {initialSeconds: 0.5, maxSeconds: 2}\n"
-        "leaderElection: {enabled: true, leaseNamespace: gangsched-system, "
-        f"leaseName: {name}}}\n"
+    config = gangsched_process.listen_config(
+        schedulerName="gangsched",
+        logFormat="json",
+        backoff={"initialSeconds": 0.5, "maxSeconds": 2},
+        leaderElection={"enabled": True, "leaseNamespace": "gangsched-system", "leaseName": name},
     )
     log = workdir / f"{name}.log"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gangsched.cli",
-            "run",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--config",
-            str(config),
-            "--identity",
-            name,
-        ],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        cwd=REPO_ROOT,
+    process = gangsched_process.start(
+        kubeconfig=kubeconfig,
+        config=config,
+        config_path=workdir / f"{name}.yaml",
+        log=log,
+        identity=name,
     )
-    running = Gangsched(process, log, f"http://127.0.0.1:{metrics_port}", kubeconfig)
+    running = Gangsched(process, log, gangsched_process.metrics_url(config), kubeconfig)
     if wait_ready(f"{running.metrics_url}/readyz", alive=running.assert_alive, timeout=90):
         return running
     stop(running)

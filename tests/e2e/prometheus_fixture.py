@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import free_ports
-from .processes import terminate, wait_ready
+from devtools.processes import free_ports, log_tail, terminate, wait_ready
 
 INSTALL_HINT = (
     "install Debian's prometheus package (`apt-get install -y prometheus`; bash .ci/run does it)"
@@ -46,10 +45,7 @@ class Prometheus:
     log: Path
 
     def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log, lines)
 
     def assert_alive(self) -> None:
         if self.process.poll() is not None:

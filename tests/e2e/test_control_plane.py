@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import CRDS, SCENARIOS, Cluster, free_ports
+from devtools.processes import free_ports
+
+from .conftest import CRDS, SCENARIOS, Cluster
 from .k8s import (
     JSON,
     Kube,

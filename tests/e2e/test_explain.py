@@ -21,12 +21,12 @@ import pytest
 import yaml
 
 from .conftest import REPO_ROOT, Cluster
-from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
+from .k8s import Kube, condition, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
+from .scene import SIGS, Scene
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 
-SIGS = "scheduling.sigs.k8s.io/v1alpha1"
 HIGH, LOW = "explain-high", "explain-low"
 DRY = "explain-dry"  # a schedulerName nothing serves: explain with --scheduler-name DRY
 
@@ -58,98 +58,24 @@ async def explain_json(*args: str, kubeconfig: Path) -> dict[str, Any]:
     return data
 
 
-class Scene:
-    """A namespace with two 4-CPU nodes, each 3/4 full of low-priority pods."""
-
-    def __init__(self, kube: Kube, cluster: Cluster) -> None:
-        self.kube = kube
-        self.cluster = cluster
-        self.id = unique_name("explain")
-        self.ns = self.id
-        self.nodes = [f"{self.id}-n0", f"{self.id}-n1"]
-
-    def pod(self, name: str, cpu: str, group: str | None = None, **kwargs: Any) -> JSON:
-        labels = {"pod-group.scheduling.sigs.k8s.io": group} if group else {}
-        extra = {"nodeSelector": {"e2e-test": self.id}, "terminationGracePeriodSeconds": 1}
-        return pod_manifest(
-            name, namespace=self.ns, cpu=cpu, labels=labels, extra_spec=extra, **kwargs
-        )
-
-    async def create_pod(self, body: JSON) -> None:
-        await self.kube.create(f"/api/v1/namespaces/{self.ns}/pods", body)
-
-    async def group(self, name: str, min_member: int) -> None:
-        await self.kube.create(
-            f"/apis/{SIGS}/namespaces/{self.ns}/podgroups",
-            {
-                "apiVersion": SIGS,
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": self.ns},
-                "spec": {"minMember": min_member},
-            },
-        )
-
-    async def start(self) -> None:
-        await self.kube.create_namespace(self.ns, {HIGH: 1_000_000, LOW: 1_000})
-        for name in self.nodes:
-            await self.kube.create(
-                "/api/v1/nodes", fake_node(name, cpu="4", labels={"e2e-test": self.id})
-            )
-        for i, node in enumerate(self.nodes):
-            await self.create_pod(
-                self.pod(
-                    f"victim-{i}",
-                    "3",
-                    scheduler_name="other",
-                    node_name=node,
-                    priority_class_name=LOW,
-                )
-            )
-        # Can never fit: 8 CPUs per pod on 4-CPU nodes.
-        await self.group("big", 2)
-        for i in range(2):
-            await self.create_pod(self.pod(f"big-{i}", "8", "big", priority_class_name=HIGH))
-        # A lone pod that cannot fit either.
-        await self.create_pod(self.pod("lonely", "100", priority_class_name=HIGH))
-        # Fits only if both victims go; its schedulerName keeps the live scheduler away.
-        await self.group("hp", 2)
-        for i in range(2):
-            await self.create_pod(
-                self.pod(f"hp-{i}", "3", "hp", priority_class_name=HIGH, scheduler_name=DRY)
-            )
-
-    async def stop(self) -> None:
-        # No kube-controller-manager here: a namespace delete never finishes, so pods and
-        # PodGroups go explicitly (else their retries load the tests that follow).
-        for path in (
-            f"/api/v1/namespaces/{self.ns}/pods",
-            f"/apis/{SIGS}/namespaces/{self.ns}/podgroups",
-        ):
-            await self.kube.delete(path, grace_period_seconds=0)
-        for name in self.nodes:
-            await self.kube.delete(f"/api/v1/nodes/{name}")
-        await self.kube.delete(f"/api/v1/namespaces/{self.ns}")
-
-    async def events(self, reason: str, kind: str, name: str) -> list[JSON]:
-        items = (
-            await self.kube.get(
-                f"/apis/events.k8s.io/v1/namespaces/{self.ns}/events",
-                fieldSelector=f"reason={reason}",
-            )
-        )["items"]
-        return [
-            e
-            for e in items
-            if e["regarding"].get("kind") == kind and e["regarding"].get("name") == name
-        ]
+async def populate(scene: Scene) -> None:
+    """Two 4-CPU nodes, each 3/4 full of low-priority pods, and gangs that cannot fit."""
+    await scene.start()
+    await scene.victims_on_every_node("3", priority_class=LOW)
+    # Can never fit: 8 CPUs per pod on 4-CPU nodes.
+    await scene.gang("big", 2, "8", priority_class_name=HIGH)
+    # A lone pod that cannot fit either.
+    await scene.create_pod(scene.pod("lonely", "100", priority_class_name=HIGH))
+    # Fits only if both victims go; its schedulerName keeps the live scheduler away.
+    await scene.gang("hp", 2, "3", priority_class_name=HIGH, scheduler_name=DRY)
 
 
 @pytest.fixture(scope="module")
 async def scene(cluster: Cluster, gangsched: Gangsched) -> AsyncIterator[Scene]:  # noqa: F811
     kube = await Kube.from_kubeconfig(cluster.kubeconfig)
-    s = Scene(kube, cluster)
+    s = Scene(kube, "explain", priority_classes={HIGH: 1_000_000, LOW: 1_000})
     try:
-        await s.start()
+        await populate(s)
         # The live scheduler has reported on both: PodGroup condition and events.
         await kube.wait_for_object(
             f"/apis/{SIGS}/namespaces/{s.ns}/podgroups/big",

@@ -157,23 +157,53 @@ async def workdir(cluster: Cluster) -> AsyncIterator[Path]:
     yield path
 
 
+@contextlib.asynccontextmanager
+async def scheduled_workload(
+    cluster: Cluster,
+    kube: Kube,
+    workdir: Path,
+    name: str,
+    *,
+    nodes: int,
+    config: dict[str, Any] | None = None,
+    record: bool = True,
+    start: bool = True,
+) -> AsyncIterator[tuple[Workload, Replica, PodRecorder | None, list[str]]]:
+    """The opening and closing every test here shares: gangsched installed, the lease free, a
+    namespace of its own with `nodes` kwok nodes, the PodRecorder watching (if `record`) and
+    replica <name>-0 ready (if `start`; else the test starts it). Afterwards the replica and
+    the recorder stop and the workload goes, unless GANGSCHED_E2E_KEEP_WORKLOAD is set."""
+    install(cluster)
+    await free_lease(kube)
+    workload = Workload(kube, unique_name(name))
+    replica = Replica(cluster, f"{name}-0", workdir, config or manifest_config())
+    recorder = PodRecorder(workload, cluster.kubeconfig) if record else None
+    try:
+        await workload.setup(PRIORITIES)
+        names = await workload.add_nodes(nodes)
+        if recorder is not None:
+            await recorder.start()
+        if start:
+            replica.start()
+            await replica.wait_ready()
+        yield workload, replica, recorder, names
+    finally:
+        await replica.stop()
+        if recorder is not None:
+            await recorder.stop()
+        if not os.environ.get("GANGSCHED_E2E_KEEP_WORKLOAD"):
+            await workload.cleanup()
+
+
 # ------------------------------------------------------------------------------ kill -9 storm
 async def test_kill9_storm_keeps_every_invariant(
     cluster: Cluster, kube: Kube, workdir: Path
 ) -> None:
     rng = random.Random(SEED)
-    install(cluster)
-    await free_lease(kube)
-    workload = Workload(kube, unique_name("storm"))
-    replica = Replica(cluster, "storm-0", workdir, manifest_config())
-    recorder = PodRecorder(workload, cluster.kubeconfig)
     started = time.monotonic()
-    try:
-        await workload.setup(PRIORITIES)
-        await workload.add_nodes(20)
-        await recorder.start()
-        replica.start()
-        await replica.wait_ready()
+    run = scheduled_workload(cluster, kube, workdir, "storm", nodes=20)
+    async with run as (workload, replica, recorder, _):
+        assert recorder is not None
         waves = [(40, "faults-low"), (35, "faults-mid"), (25, "faults-high")]
         kills: list[str] = []
         for index, (count, priority_class) in enumerate(waves):
@@ -233,24 +263,14 @@ async def test_kill9_storm_keeps_every_invariant(
         assert recorder.victims, "the waves were meant to preempt"
         assert sum(1 for n in per_incarnation if n) >= 3, "kills should land mid-run"
         no_tracebacks(replica)
-    finally:
-        await replica.stop()
-        await recorder.stop()
-        if not os.environ.get("GANGSCHED_E2E_KEEP_WORKLOAD"):
-            await workload.cleanup()
 
 
 # ------------------------------------------------------------------------- restart mid-gang
 async def test_restart_mid_gang_finishes_it_from_the_api_server(
     cluster: Cluster, kube: Kube, workdir: Path
 ) -> None:
-    install(cluster)
-    await free_lease(kube)
-    workload = Workload(kube, unique_name("midgang"))
-    replica = Replica(cluster, "midgang-0", workdir, manifest_config())
-    try:
-        await workload.setup(PRIORITIES)
-        n0, n1 = await workload.add_nodes(2)
+    run = scheduled_workload(cluster, kube, workdir, "midgang", nodes=2, record=False, start=False)
+    async with run as (workload, replica, _, (n0, n1)):
         gang = Gang("train", 4, 4, "1", "faults-mid", PRIORITIES["faults-mid"])
         await workload.create_gangs([gang])
         pods = await workload.pods()
@@ -283,9 +303,6 @@ async def test_restart_mid_gang_finishes_it_from_the_api_server(
         print(f"\nrestart mid-gang: 2 bound before, {sorted(binds)} bound after restart on {nodes}")
         assert await replica.stop() == 0
         no_tracebacks(replica)
-    finally:
-        await replica.stop()
-        await workload.cleanup()
 
 
 # ------------------------------------------------------------------- API server restarts
@@ -436,17 +453,10 @@ async def _try(coro: Any) -> bool:
 async def test_deletions_between_decision_and_bind(
     cluster: Cluster, kube: Kube, workdir: Path
 ) -> None:
-    install(cluster)
-    await free_lease(kube)
-    workload = Workload(kube, unique_name("delete"))
-    replica = Replica(cluster, "delete-0", workdir, manifest_config(bindConcurrency=1))
-    recorder = PodRecorder(workload, cluster.kubeconfig)
-    try:
-        await workload.setup(PRIORITIES)
-        await workload.add_nodes(1)
-        await recorder.start()
-        replica.start()
-        await replica.wait_ready()
+    config = manifest_config(bindConcurrency=1)
+    run = scheduled_workload(cluster, kube, workdir, "delete", nodes=1, config=config)
+    async with run as (workload, replica, recorder, _):
+        assert recorder is not None
 
         # A waiting gang whose PodGroup is deleted never binds, even when room appears.
         waiting = Gang("waiting", 3, 3, "2", "faults-low", 100)
@@ -529,10 +539,6 @@ async def test_deletions_between_decision_and_bind(
         )
         assert await replica.stop() == 0
         no_tracebacks(replica)
-    finally:
-        await replica.stop()
-        await recorder.stop()
-        await workload.cleanup()
 
 
 async def _delete_mid_bind(kube: Kube, workload: Workload, recorder: PodRecorder) -> Gang:
@@ -628,15 +634,8 @@ def draw_examples(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
 async def test_fuzzed_objects_are_reported_and_never_bound(
     cluster: Cluster, kube: Kube, workdir: Path
 ) -> None:
-    install(cluster)
-    await free_lease(kube)
-    workload = Workload(kube, unique_name("fuzz"))
-    replica = Replica(cluster, "fuzz-0", workdir, manifest_config())
-    try:
-        await workload.setup(PRIORITIES)
-        await workload.add_nodes(3)
-        replica.start()
-        await replica.wait_ready()
+    run = scheduled_workload(cluster, kube, workdir, "fuzz", nodes=3, record=False)
+    async with run as (workload, replica, _, _):
         specs = draw_examples(fuzzed_gang(), 24)
         created: list[JSON] = []
         for i, spec in enumerate(specs):
@@ -706,9 +705,6 @@ async def test_fuzzed_objects_are_reported_and_never_bound(
         )
         assert await replica.stop() == 0
         no_tracebacks(replica)
-    finally:
-        await replica.stop()
-        await workload.cleanup()
 
 
 async def _create_all(kube: Kube, workload: Workload, objects: list[JSON]) -> list[JSON]:

@@ -23,18 +23,18 @@ import pytest
 import yaml
 
 from .conftest import REPO_ROOT, Cluster
-from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
+from .k8s import Kube, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
 from .prometheus_fixture import Prometheus, promtool_check_rules
 from .prometheus_fixture import start as start_prometheus
 from .prometheus_fixture import stop as stop_prometheus
+from .scene import Scene
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 
 MONITORING = REPO_ROOT / "deploy" / "monitoring"
 RULES = MONITORING / "prometheus-rules.yaml"
 DASHBOARD = MONITORING / "grafana-dashboard.json"
-SIGS = "scheduling.sigs.k8s.io/v1alpha1"
 HIGH, LOW = "obs-high", "obs-low"
 PENDING_ALERT = "GangschedPodGroupPendingTooLong"
 
@@ -98,103 +98,29 @@ def prometheus(gangsched: Gangsched, workdir: Path) -> Iterator[Prometheus]:  # 
         assert code == 0, f"prometheus exited {code}:\n{running.log_tail()}"
 
 
-class Workload:
-    """Gangs that fit, wait, preempt and cannot fit, in their own namespace and nodes."""
-
-    def __init__(self, kube: Kube) -> None:
-        self.kube = kube
-        self.id = unique_name("obs")
-        self.ns = self.id
-        self.nodes = [f"{self.id}-n0", f"{self.id}-n1"]
-
-    def pod(self, name: str, cpu: str, group: str | None = None, **kwargs: Any) -> JSON:
-        labels = {"pod-group.scheduling.sigs.k8s.io": group} if group else {}
-        extra = {"nodeSelector": {"e2e-test": self.id}, "terminationGracePeriodSeconds": 1}
-        return pod_manifest(
-            name, namespace=self.ns, cpu=cpu, labels=labels, extra_spec=extra, **kwargs
+async def populate(workload: Scene, sched: Gangsched) -> None:
+    """Gangs that fit, wait, preempt and cannot fit, on two 4-CPU nodes of their own."""
+    await workload.start(wait_nodes_ready=True)
+    # Victims: 3 of 4 CPUs on each node, placed by "another scheduler".
+    await workload.victims_on_every_node("3", priority_class=LOW)
+    # Fits whole in what is left (0.5 CPU per node); low priority, so it is no victim
+    # candidate cheaper than the victims themselves.
+    await workload.gang("fits", 2, "500m", priority_class_name=LOW)
+    await workload.wait_bound(["fits-0", "fits-1"], timeout=90)
+    # Waits for members: 1 of minMember 3.
+    await workload.gang("short", 1, "100m", min_member=3, priority_class_name=LOW)
+    # Can never fit (8 CPUs per pod on 4-CPU nodes): unschedulable, preemption cannot help.
+    await workload.group("stuck", 2, scheduleTimeoutSeconds=5)
+    for i in range(2):
+        await workload.create_pod(
+            workload.pod(f"stuck-{i}", "8", "stuck", priority_class_name=HIGH)
         )
-
-    async def group(self, name: str, min_member: int, **spec: Any) -> None:
-        await self.kube.create(
-            f"/apis/{SIGS}/namespaces/{self.ns}/podgroups",
-            {
-                "apiVersion": SIGS,
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": self.ns},
-                "spec": {"minMember": min_member, **spec},
-            },
-        )
-
-    async def create_pod(self, body: JSON) -> None:
-        await self.kube.create(f"/api/v1/namespaces/{self.ns}/pods", body)
-
-    async def pods(self) -> dict[str, JSON]:
-        items = (await self.kube.get(f"/api/v1/namespaces/{self.ns}/pods"))["items"]
-        return {p["metadata"]["name"]: p for p in items}
-
-    async def wait_bound(self, names: list[str], timeout: float) -> None:
-        async def check() -> bool:
-            pods = await self.pods()
-            return all((pods.get(n) or {}).get("spec", {}).get("nodeName") for n in names)
-
-        await wait_for(check, timeout=timeout, interval=0.5, what=f"{names} bound")
-
-    async def start(self, sched: Gangsched) -> None:
-        await self.kube.create_namespace(self.ns, {HIGH: 1_000_000, LOW: 1_000})
-        for name in self.nodes:
-            await self.kube.create(
-                "/api/v1/nodes", fake_node(name, cpu="4", labels={"e2e-test": self.id})
-            )
-        for name in self.nodes:
-            await self.kube.wait_for_object(
-                f"/api/v1/nodes/{name}",
-                lambda n: (condition(n, "Ready") or {}).get("status") == "True",
-                what=f"node {name} Ready",
-            )
-        # Victims: 3 of 4 CPUs on each node, placed by "another scheduler".
-        for i, node in enumerate(self.nodes):
-            await self.create_pod(
-                self.pod(
-                    f"victim-{i}",
-                    "3",
-                    scheduler_name="other",
-                    node_name=node,
-                    priority_class_name=LOW,
-                )
-            )
-        # Fits whole in what is left (0.5 CPU per node); low priority, so it is no victim
-        # candidate cheaper than the victims themselves.
-        await self.group("fits", 2)
-        for i in range(2):
-            await self.create_pod(self.pod(f"fits-{i}", "500m", "fits", priority_class_name=LOW))
-        await self.wait_bound(["fits-0", "fits-1"], timeout=90)
-        # Waits for members: 1 of minMember 3.
-        await self.group("short", 3)
-        await self.create_pod(self.pod("short-0", "100m", "short", priority_class_name=LOW))
-        # Can never fit (8 CPUs per pod on 4-CPU nodes): unschedulable, preemption cannot help.
-        await self.group("stuck", 2, scheduleTimeoutSeconds=5)
-        for i in range(2):
-            await self.create_pod(self.pod(f"stuck-{i}", "8", "stuck", priority_class_name=HIGH))
-        # Needs both victims gone: preemption evicts them and the gang binds.
-        await self.group("hp", 2)
-        for i in range(2):
-            await self.create_pod(self.pod(f"hp-{i}", "3", "hp", priority_class_name=HIGH))
-        sched.assert_alive()
-        await self.wait_bound(["hp-0", "hp-1"], timeout=120)
-        pods = await self.pods()
-        assert "victim-0" not in pods or pods["victim-0"]["metadata"].get("deletionTimestamp")
-
-    async def stop(self) -> None:
-        # No kube-controller-manager here: a namespace delete never finishes, so pods and
-        # PodGroups go explicitly (else their retries load the tests that follow).
-        for path in (
-            f"/api/v1/namespaces/{self.ns}/pods",
-            f"/apis/{SIGS}/namespaces/{self.ns}/podgroups",
-        ):
-            await self.kube.delete(path, grace_period_seconds=0)
-        for name in self.nodes:
-            await self.kube.delete(f"/api/v1/nodes/{name}")
-        await self.kube.delete(f"/api/v1/namespaces/{self.ns}")
+    # Needs both victims gone: preemption evicts them and the gang binds.
+    await workload.gang("hp", 2, "3", priority_class_name=HIGH)
+    sched.assert_alive()
+    await workload.wait_bound(["hp-0", "hp-1"], timeout=120)
+    pods = await workload.pods()
+    assert "victim-0" not in pods or pods["victim-0"]["metadata"].get("deletionTimestamp")
 
 
 @pytest.fixture(scope="module")
@@ -202,12 +128,12 @@ async def workload(
     cluster: Cluster,
     gangsched: Gangsched,  # noqa: F811
     prometheus: Prometheus,
-) -> AsyncIterator[Workload]:
+) -> AsyncIterator[Scene]:
     """Runs while Prometheus scrapes (it is started first)."""
     kube = await Kube.from_kubeconfig(cluster.kubeconfig)
-    load = Workload(kube)
+    load = Scene(kube, "obs", priority_classes={HIGH: 1_000_000, LOW: 1_000})
     try:
-        await load.start(gangsched)
+        await populate(load, gangsched)
         yield load
     finally:
         try:
@@ -232,7 +158,7 @@ async def test_promtool_accepts_the_shipped_and_the_test_rules(workdir: Path) ->
 
 
 async def test_prometheus_scrapes_gangsched_and_loads_every_rule(
-    prometheus: Prometheus, workload: Workload
+    prometheus: Prometheus, workload: Scene
 ) -> None:
     def scraped() -> bool:
         targets = prometheus.targets()
@@ -252,9 +178,7 @@ async def test_prometheus_scrapes_gangsched_and_loads_every_rule(
     assert {rule["name"] for rule in rules} == shipped
 
 
-async def test_every_dashboard_query_returns_data(
-    prometheus: Prometheus, workload: Workload
-) -> None:
+async def test_every_dashboard_query_returns_data(prometheus: Prometheus, workload: Scene) -> None:
     targets = dashboard_targets()
     assert len(targets) >= 30
     empty: list[str] = []
@@ -284,7 +208,7 @@ async def test_every_dashboard_query_returns_data(
 
 
 async def test_a_gang_pending_past_its_timeout_fires_the_alert(
-    prometheus: Prometheus, workload: Workload
+    prometheus: Prometheus, workload: Scene
 ) -> None:
     def firing() -> list[dict[str, Any]]:
         return [
@@ -304,9 +228,7 @@ async def test_a_gang_pending_past_its_timeout_fires_the_alert(
     # "short" waits for members but is far from the 15-minute default: not firing.
 
 
-async def test_scheduler_health_alerts_stay_quiet(
-    prometheus: Prometheus, workload: Workload
-) -> None:
+async def test_scheduler_health_alerts_stay_quiet(prometheus: Prometheus, workload: Scene) -> None:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:  # a few evaluations with the workload in place
         await asyncio.sleep(1)
