@@ -1,0 +1,5 @@
+"""`python -m bench.compare`: see bench/compare/__init__.py."""
+
+from bench.compare.main import main
+
+main()

@@ -1,0 +1,190 @@
+"""The command line: rounds over workloads and schedulers, results saved after each run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import bench.compare as package
+from bench.compare.cluster import announce_kept, loadgen_binary, stop_cluster
+from bench.compare.measure import load_average
+from bench.compare.plot import plot
+from bench.compare.report import markdown, summarize
+from bench.compare.runs import Options, run_ceiling, run_one
+from bench.compare.workloads import SCHEDULERS, SIZES
+from bench.harness import (
+    HACK,
+    ROOT,
+)
+
+RESULTS = ROOT / "bench" / "results"
+
+
+# ---------------------------------------------------------------------------------- main
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = SIZES[args.size]
+    for override in args.set or []:
+        key, _, value = override.partition("=")
+        current = getattr(sizes, key)
+        sizes = replace(sizes, **{key: type(current)(value)})
+    opts = Options(
+        sizes=sizes, mode=args.mode, timeout=args.timeout, profile=args.profile, keep=args.keep
+    )
+    loadgen = loadgen_binary()
+    workloads = [w for w in args.workloads.split(",") if w]
+    schedulers = [s for s in args.schedulers.split(",") if s]
+    runs: list[dict[str, Any]] = []
+    out = Path(args.json)
+    meta: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "git": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            check=False,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "kubernetes": (HACK / "k8s" / "versions.env")
+        .read_text()
+        .split("K8S_VERSION=")[1]
+        .split()[0],
+        "sizes": asdict(sizes),
+        "mode": args.mode,
+        "rounds": args.rounds,
+    }
+
+    def save() -> dict[str, Any]:
+        loads = [r["load_before"][0] for r in runs] + [
+            r.get("load_after", [0])[0] for r in runs if "load_after" in r
+        ]
+        meta.update(
+            load_min=min(loads, default=0.0),
+            load_max=max(loads, default=0.0),
+            load_median=statistics.median(loads) if loads else 0.0,
+        )
+        summary = summarize(runs)
+        document = {"meta": meta, **summary, "runs": runs}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(document, indent=1) + "\n")
+        return document
+
+    if args.ceiling:
+        print(f"[compare] ceiling (load {load_average()})", file=sys.stderr)
+        runs.append(await run_ceiling(opts, loadgen))
+        print(json.dumps(runs[-1]), file=sys.stderr)
+        save()
+    shared: dict[str, Any] = {}
+    try:
+        for round_no in range(1, args.rounds + 1):
+            for workload in workloads:
+                for scheduler in schedulers:
+                    print(
+                        f"[compare] round {round_no} ({workload}) {scheduler}",
+                        f"load {load_average()}",
+                        file=sys.stderr,
+                    )
+                    try:
+                        result = await run_one(
+                            workload, scheduler, round_no, opts=opts, loadgen=loadgen, shared=shared
+                        )
+                    except Exception as exc:  # record the failure, go on with the others
+                        result = {
+                            "workload": workload,
+                            "scheduler": scheduler,
+                            "round": round_no,
+                            "error": repr(exc),
+                            "load_before": load_average(),
+                        }
+                    brief = {
+                        k: v for k, v in result.items() if k != "apiserver_request_total_delta"
+                    }
+                    print(json.dumps(brief), file=sys.stderr)
+                    runs.append(result)
+                    save()
+            await close_shared(shared, opts)  # a fresh (d) cluster every round
+    finally:
+        await close_shared(shared, opts)
+    document = save()
+    md = markdown(document, meta)
+    Path(args.markdown).write_text(md)
+    print(md)
+    if args.plot:
+        plot(document, runs, Path(args.plot))
+    return document
+
+
+async def close_shared(shared: dict[str, Any], opts: Options) -> None:
+    if "d" in shared:
+        env, kube = shared.pop("d")
+        await kube.close()
+        if not opts.keep:
+            stop_cluster(env.cluster)
+        else:
+            announce_kept(env.cluster)
+
+
+def render(args: argparse.Namespace) -> None:
+    """Table and plot again from a results file (no runs)."""
+    document = json.loads(Path(args.json).read_text())
+    md = markdown(document, document["meta"])
+    Path(args.markdown).write_text(md)
+    print(md)
+    if args.plot:
+        plot(document, document["runs"], Path(args.plot))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.compare", description=(package.__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workloads", default="a,b,c,d")
+    parser.add_argument("--schedulers", default=",".join(SCHEDULERS))
+    parser.add_argument("--size", choices=sorted(SIZES), default="default")
+    parser.add_argument(
+        "--set", action="append", metavar="FIELD=VALUE", help="override one size (e.g. a_gangs=500)"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=["streamed", "precreate"],
+        default="streamed",
+        help="(a)/(b): create gangs while the scheduler runs, or before starting it",
+    )
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--no-ceiling", dest="ceiling", action="store_false")
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy raw profiles of gangsched into this directory"
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave each run's control plane running (logs, objects); stop it as printed",
+    )
+    parser.add_argument("--json", default=str(RESULTS / "compare.json"))
+    parser.add_argument("--markdown", default=str(RESULTS / "compare.md"))
+    parser.add_argument("--plot", default=str(RESULTS / "compare.png"))
+    parser.add_argument(
+        "--render", action="store_true", help="only redo --markdown/--plot from --json"
+    )
+    args = parser.parse_args()
+    if args.render:
+        render(args)
+        return
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Medians over rounds and the markdown table of bench/results/compare.md."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from bench.compare.workloads import SCHEDULERS, WORKLOADS, titles
+
+# ------------------------------------------------------------------------------- summary
+METRICS = (
+    "pods_per_s",
+    "pods_per_s_binding",
+    "latency_p50_s",
+    "latency_p99_s",
+    "first_bind_s",
+    "last_bind_s",
+    "victims",
+    "api_requests_per_pod",
+    "cpu_s",
+    "cpu_s_total",
+    "rss_peak_mib",
+)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    medians: dict[str, dict[str, dict[str, float]]] = {}
+    for run in runs:
+        medians.setdefault(run["workload"], {}).setdefault(run["scheduler"], {})
+    for workload, per in medians.items():
+        for scheduler in per:
+            mine = [r for r in runs if r["workload"] == workload and r["scheduler"] == scheduler]
+            for metric in (*METRICS, "complete"):
+                values = [float(r[metric]) for r in mine if metric in r]
+                if values:
+                    per[scheduler][metric] = round(statistics.median(values), 3)
+            per[scheduler]["rounds"] = len(mine)
+    ratios: dict[str, dict[str, float]] = {}
+    for workload, per in medians.items():
+        ours, theirs = per.get("gangsched"), per.get("kube-scheduler")
+        if not ours or not theirs:
+            continue
+        ratios[workload] = {
+            m: round(ours[m] / theirs[m], 3)
+            for m in METRICS
+            if m in ours and m in theirs and theirs[m]
+        }
+    return {"medians": medians, "ratios": ratios}
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Medians over {meta['rounds']} rounds; load average (1 min) during the runs: "
+        f"{meta['load_min']:.2f}-{meta['load_max']:.2f} (median {meta['load_median']:.2f}) on "
+        f"{meta['cpus']} CPUs. Ratio = gangsched / kube-scheduler. Mode: {meta['mode']} "
+        "for (a) and (b), streamed for (c), precreate for (d) (see bench/README.md).",
+        "",
+        "| workload | scheduler | pods/s | gang latency p50 / p99 (s) | first / last bind (s) "
+        "| victims | API req / pod | CPU s (run / total) | peak RSS MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    medians, ratios = summary["medians"], summary["ratios"]
+    ceiling = medians.get("ceiling", {}).get("bare-binder", {}).get("pods_per_s")
+    label = titles(meta["sizes"])
+    for workload in (*WORKLOADS, "ceiling"):
+        per = medians.get(workload)
+        if not per:
+            continue
+        for scheduler in (*SCHEDULERS, "bare-binder"):
+            m = per.get(scheduler)
+            if m is None:
+                continue
+            share = (
+                f" ({m['pods_per_s'] / ceiling:.0%} of ceiling)"
+                if ceiling and "pods_per_s" in m and workload in "ab"
+                else ""
+            )
+            incomplete = "" if m.get("complete", 1) else " (incomplete)"
+            lines.append(
+                f"| {label[workload]} | {scheduler}{incomplete} | "
+                f"{fmt(m.get('pods_per_s'))}{share} | "
+                f"{fmt(m.get('latency_p50_s'), 2)} / {fmt(m.get('latency_p99_s'), 2)} | "
+                f"{fmt(m.get('first_bind_s'), 2)} / {fmt(m.get('last_bind_s'), 2)} | "
+                f"{fmt(m.get('victims'), 0)} | {fmt(m.get('api_requests_per_pod'), 2)} | "
+                f"{fmt(m.get('cpu_s'), 1)} / {fmt(m.get('cpu_s_total'), 1)} | "
+                f"{fmt(m.get('rss_peak_mib'), 0)} |"
+            )
+        r = ratios.get(workload)
+        if r:
+            lines.append(
+                f"| {label[workload]} | **ratio** | **{fmt(r.get('pods_per_s'), 2)}x** | "
+                f"{fmt(r.get('latency_p50_s'), 2)} / {fmt(r.get('latency_p99_s'), 2)} | "
+                f"{fmt(r.get('first_bind_s'), 2)} / {fmt(r.get('last_bind_s'), 2)} | "
+                f"{fmt(r.get('victims'), 2)} | {fmt(r.get('api_requests_per_pod'), 2)} | "
+                f"{fmt(r.get('cpu_s'), 2)} / {fmt(r.get('cpu_s_total'), 2)} | "
+                f"{fmt(r.get('rss_peak_mib'), 2)} |"
+            )
+    return "\n".join(lines) + "\n"

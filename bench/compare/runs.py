@@ -1,0 +1,272 @@
+"""One measured run of one workload under one scheduler, and the ceiling (a bare binder
+that shows what the API server allows at all)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_cluster
+from bench.compare.measure import ApiCounts, Watch, load_average, wait_running, wait_until
+from bench.compare.schedulers import PySpy, client_requests, prepare_launch, start, wait_ready
+from bench.compare.workloads import (
+    NAMESPACE,
+    Sizes,
+    bench_node,
+    bound_pods,
+    build_workload,
+    create_request,
+    pod,
+)
+from bench.harness import (
+    Cluster,
+    SchedulerProcess,
+    connect,
+    create_nodes,
+    percentile,
+)
+from gangsched.edge.kube import Kube
+
+
+# ----------------------------------------------------------------------------------- runs
+@dataclass
+class Options:
+    sizes: Sizes
+    mode: str
+    timeout: float
+    profile: Path | None
+    keep: bool = False
+
+
+async def run_one(
+    workload: str,
+    scheduler: str,
+    round_no: int,
+    *,
+    opts: Options,
+    loadgen: Path,
+    shared: dict[str, Any],
+) -> dict[str, Any]:
+    """One workload, one scheduler, on a fresh cluster (d: on the round's shared cluster)."""
+    sizes = opts.sizes
+    w = build_workload(workload, scheduler, sizes, seed=round_no)
+    reuse = workload == "d"
+    if reuse and "d" in shared:
+        env, kube = shared["d"]
+    else:
+        cluster = Cluster.start()
+        env = Env.of(cluster, loadgen)
+        kube = await connect(cluster)
+        await prepare_cluster(env, kube)
+        await create_nodes(kube, w.nodes, cpu=w.node_cpu, memory=w.node_memory)
+        if reuse:
+            await env.post_all([create_request(p) for p in bound_pods(sizes)])
+            await wait_running(kube)
+            shared["d"] = (env, kube)
+    run_dir = env.cluster.dir / f"run-{workload}-{scheduler}-{round_no}"
+    watch = Watch()
+    running: SchedulerProcess | None = None
+    spy: PySpy | None = None
+    result: dict[str, Any] = {
+        "workload": workload,
+        "scheduler": scheduler,
+        "round": round_no,
+        "nodes": w.nodes,
+        "gangs": len(w.gangs),
+        "pods": sum(len(m) for m in w.gangs.values()),
+        "load_before": load_average(),
+    }
+    try:
+        if w.setup:  # (c): the low-priority pods, bound, and their All-mode groups
+            await env.post_all([create_request(o) for o in w.setup])
+            await wait_running(kube)
+        launch = prepare_launch(env, scheduler, run_dir)
+        gang_requests = [create_request(g) for g in w.groups] + [
+            create_request(p) for members in w.gangs.values() for p in members
+        ]
+        precreate = workload == "d" or (opts.mode == "precreate" and workload in "ab")
+        result["mode"] = "precreate" if precreate else "streamed"
+        watch.start(kube)
+        await asyncio.sleep(0.3)
+        created: dict[str, float] = {}
+        if precreate:
+            created = await env.post_all(gang_requests)
+            await asyncio.sleep(1.0)
+        before = await asyncio.to_thread(ApiCounts.read, env)
+        cpu_before = 0.0
+        t_start = time.time()
+        running = start(launch)
+        if opts.profile is not None and launch.kind == "gangsched":
+            opts.profile.mkdir(parents=True, exist_ok=True)
+            spy = PySpy(
+                running.process.pid, opts.profile / f"{workload}-{scheduler}-{round_no}.txt"
+            )
+        ready_at = await wait_ready(running, launch)
+        result["ready_s"] = round(ready_at - t_start, 3)
+        if not precreate:
+            await asyncio.sleep(2.0)  # informers synced on both sides before the burst
+            cpu_before = running.cpu_seconds()
+            t_start = time.time()
+            created = await env.post_all(gang_requests)
+        result["create_s"] = round(
+            max(created.values(), default=t_start) - min(created.values(), default=t_start), 3
+        )
+        names = [p["metadata"]["name"] for members in w.gangs.values() for p in members]
+        done = await wait_until(lambda: all(n in watch.bound_at for n in names), opts.timeout, 0.1)
+        if workload == "c":  # victims still being deleted are counted too
+            await asyncio.sleep(1.0)
+        after = await asyncio.to_thread(ApiCounts.read, env)
+        result["client_requests"] = await asyncio.to_thread(client_requests, launch)
+        result["rss_peak_mib"] = round(running.rss_peak_mib(), 1)
+        result["cpu_s"] = round(running.cpu_seconds() - cpu_before, 2)
+        result["cpu_s_total"] = round(running.cpu_seconds(), 2)
+        binds = sorted(watch.bound_at[n] for n in names if n in watch.bound_at)
+        bound = len(binds)
+        result["complete"] = done
+        result["pods_bound"] = bound
+        if binds:
+            result["first_bind_s"] = round(binds[0] - t_start, 3)
+            result["last_bind_s"] = round(binds[-1] - t_start, 3)
+            result["pods_per_s"] = round(bound / max(binds[-1] - t_start, 1e-9), 1)
+            result["pods_per_s_binding"] = (
+                round((bound - 1) / max(binds[-1] - binds[0], 1e-9), 1) if bound > 1 else 0.0
+            )
+        latencies = []
+        for group, members in w.gangs.items():
+            if not all(p["metadata"]["name"] in watch.bound_at for p in members):
+                continue
+            if precreate:
+                last_created = t_start
+            else:
+                keys = [f"PodGroup/{group}"] + [f"Pod/{p['metadata']['name']}" for p in members]
+                last_created = max(created[k] for k in keys)
+            latencies.append(
+                max(watch.bound_at[p["metadata"]["name"]] for p in members) - last_created
+            )
+        result["gangs_complete"] = len(latencies)
+        result["latency_p50_s"] = round(percentile(latencies, 0.5), 3)
+        result["latency_p99_s"] = round(percentile(latencies, 0.99), 3)
+        result["latency_max_s"] = round(max(latencies, default=0.0), 3)
+        scheduler_requests, all_requests = after.since(before)
+        result["api_requests"] = scheduler_requests
+        result["api_requests_per_pod"] = round(scheduler_requests / max(bound, 1), 3)
+        result["apiserver_request_total_delta"] = all_requests
+        if workload == "c":
+            low = [o["metadata"]["name"] for o in w.setup if o["kind"] == "Pod"]
+            result["low_pods"] = len(low)
+            result["victims"] = sum(1 for n in low if n in watch.gone)
+        result["load_after"] = load_average()
+        return result
+    finally:
+        if spy is not None:
+            spy.stop()
+        if running is not None:
+            running.stop()
+        await watch.stop()
+        if reuse:
+            await cleanup_gangs(kube)
+        else:
+            await kube.close()
+            if not opts.keep:
+                stop_cluster(env.cluster)
+            else:
+                announce_kept(env.cluster)
+
+
+async def cleanup_gangs(kube: Kube) -> None:
+    """(d) between runs: drop the gangs (pods force-deleted) so the next run starts alike."""
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    await kube.request(
+        "DELETE",
+        f"/api/v1/namespaces/{NAMESPACE}/pods",
+        query={"labelSelector": "bench=gang"},
+        body=body,
+    )
+    for api in ("scheduling.sigs.k8s.io/v1alpha1", "scheduling.k8s.io/v1beta1"):
+        await kube.request("DELETE", f"/apis/{api}/namespaces/{NAMESPACE}/podgroups", body=body)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        left = await kube.get(
+            f"/api/v1/namespaces/{NAMESPACE}/pods", labelSelector="bench=gang", limit=1
+        )
+        if not left.get("items"):
+            return
+        await asyncio.sleep(0.5)
+
+
+async def python_binds(kube: Kube, binds: list[dict[str, Any]], concurrency: int) -> None:
+    slots = asyncio.Semaphore(concurrency)
+
+    async def bind(b: dict[str, Any]) -> None:
+        async with slots:
+            await kube.post(b["path"], b["body"])
+
+    await asyncio.gather(*(bind(b) for b in binds))
+
+
+async def run_ceiling(opts: Options, loadgen: Path) -> dict[str, Any]:
+    """A bare client binding pending pods to nodes as fast as the API server takes it: no
+    scheduling, no cache, just pods/binding (the most any scheduler could do here)."""
+    sizes = opts.sizes
+    cluster = Cluster.start()
+    env = Env.of(cluster, loadgen)
+    kube = await connect(cluster)
+    watch = Watch()
+    try:
+        await prepare_cluster(env, kube)
+        await create_nodes(kube, sizes.a_nodes, cpu="32", memory="256Gi")
+        result: dict[str, Any] = {
+            "workload": "ceiling",
+            "scheduler": "bare-binder",
+            "pods": sizes.ceiling_pods,
+            "load_before": load_average(),
+        }
+        for client, concurrency in (("go", 64), ("go", 256), ("python", 64)):
+            pods = [
+                pod("none", f"free-{client}{concurrency}-{i:05d}", role="free")
+                for i in range(sizes.ceiling_pods)
+            ]
+            for p in pods:
+                p["spec"]["schedulerName"] = "nobody"
+            await env.post_all([create_request(p) for p in pods])
+            await asyncio.sleep(1.0)
+            names = [p["metadata"]["name"] for p in pods]
+            binds = [
+                {
+                    "key": name,
+                    "path": f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/binding",
+                    "body": {
+                        "apiVersion": "v1",
+                        "kind": "Binding",
+                        "metadata": {"name": name},
+                        "target": {"kind": "Node", "name": bench_node(i % sizes.a_nodes)},
+                    },
+                }
+                for i, name in enumerate(names)
+            ]
+            watch = Watch()
+            watch.start(kube)
+            await asyncio.sleep(0.3)
+            started = time.time()
+            if client == "go":
+                await env.post_all(binds, concurrency=concurrency)
+            else:
+                await python_binds(kube, binds, concurrency)
+            acked = time.time()
+            bound_at = watch.bound_at
+            await wait_until(lambda: all(n in bound_at for n in names), opts.timeout)  # noqa: B023
+            await watch.stop()
+            last = max(watch.bound_at.get(n, acked) for n in names)
+            result[f"{client}{concurrency}_pods_per_s"] = round(
+                len(names) / max(last - started, 1e-9), 1
+            )
+        result["pods_per_s"] = max(v for k, v in result.items() if k.endswith("_pods_per_s"))
+        result["load_after"] = load_average()
+        return result
+    finally:
+        await watch.stop()
+        await kube.close()
+        stop_cluster(cluster)

@@ -1,0 +1,165 @@
+"""Launching gangsched or kube-scheduler for one run: everything but the exec is prepared
+beforehand, so the clock that starts at exec measures the scheduler and nothing else."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from bench.compare.cluster import KS_SA, Env
+from bench.compare.measure import samples
+from bench.compare.workloads import KS_NAME
+from bench.harness import (
+    ROOT,
+    SchedulerProcess,
+)
+from devtools import gangsched as gangsched_process
+from devtools.processes import free_ports, http_get, wait_ready_async
+
+
+def write_kubeconfig(env: Env, path: Path, token: str, user: str) -> None:
+    gangsched_process.token_kubeconfig(
+        path, server=env.server, ca_data=env.ca.read_bytes(), token=token, user=user
+    )
+
+
+def sa_token(env: Env, namespace: str, name: str) -> str:
+    return env.cluster.kubectl("-n", namespace, "create", "token", name, "--duration", "4h").strip()
+
+
+@dataclass
+class Launch:
+    """A scheduler ready to start: everything but the exec is done beforehand, so the clock
+    that starts at exec measures the scheduler and nothing else."""
+
+    argv: list[str]
+    log: Path
+    metrics_url: str
+    ready_url: str
+    kind: str
+
+
+def prepare_launch(env: Env, scheduler: str, run_dir: Path) -> Launch:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if scheduler.startswith("gangsched"):
+        kubeconfig = run_dir / "gangsched.kubeconfig"
+        write_kubeconfig(
+            env, kubeconfig, sa_token(env, "gangsched-system", "gangsched"), "gangsched"
+        )
+        settings = gangsched_process.listen_config(
+            bindConcurrency=64, leaderElection={"enabled": False}
+        )
+        config = run_dir / "gangsched.yaml"
+        config.write_text(yaml.safe_dump(settings))
+        argv = gangsched_process.argv(kubeconfig=kubeconfig, config=config)
+        url = gangsched_process.metrics_url(settings)
+        return Launch(argv, run_dir / "gangsched.log", url, f"{url}/readyz", "gangsched")
+    (metrics,) = free_ports(1)
+    kubeconfig = run_dir / "kube-scheduler.kubeconfig"
+    write_kubeconfig(env, kubeconfig, sa_token(env, *KS_SA), KS_SA[1])
+    config = run_dir / "kube-scheduler.yaml"
+    # hack/baseline-scheduler.sh's configuration, but authenticating as its own ServiceAccount
+    # so its requests are told apart from the harness's and kwok's (both admin).
+    config.write_text(
+        f"""apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: {kubeconfig}
+  qps: 5000
+  burst: 5000
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: {KS_NAME}
+"""
+    )
+    argv = [
+        str(env.cluster.bins / "kube-scheduler"),
+        "--config",
+        str(config),
+        "--authorization-always-allow-paths",
+        "/healthz,/readyz,/livez,/metrics",
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
+        str(metrics),
+        "--feature-gates",
+        env.feature_gates(),
+        "--v",
+        "1",
+    ]
+    url = f"https://127.0.0.1:{metrics}"
+    return Launch(argv, run_dir / "kube-scheduler.log", url, f"{url}/readyz", "kube-scheduler")
+
+
+def start(launch: Launch) -> SchedulerProcess:
+    process = subprocess.Popen(
+        launch.argv, stdout=launch.log.open("wb"), stderr=subprocess.STDOUT, cwd=ROOT
+    )
+    return SchedulerProcess(process, launch.metrics_url, launch.log)
+
+
+async def wait_ready(running: SchedulerProcess, launch: Launch, timeout: float = 180) -> float:
+    """The wall-clock time the scheduler answered its readiness URL."""
+    if await wait_ready_async(launch.ready_url, alive=running.alive, timeout=timeout):
+        return time.time()
+    raise TimeoutError(f"{launch.kind} not ready")
+
+
+def scheduler_metrics_text(launch: Launch) -> str:
+    try:
+        return http_get(f"{launch.metrics_url}/metrics", timeout=10)[1]
+    except OSError:
+        return ""
+
+
+def client_requests(launch: Launch) -> dict[str, float]:
+    """The scheduler's own count of its requests, per verb (a cross-check of the API
+    server's)."""
+    text = scheduler_metrics_text(launch)
+    by: defaultdict[str, float] = defaultdict(float)
+    if launch.kind == "gangsched":
+        for labels, v in samples(text, "gangsched_api_requests_total"):
+            by[labels.get("verb", "")] += v
+    else:
+        for labels, v in samples(text, "rest_client_requests_total"):
+            by[labels.get("method", "")] += v
+    return dict(by)
+
+
+class PySpy:
+    """`py-spy record -f raw` on gangsched for the length of a run (--profile DIR)."""
+
+    def __init__(self, pid: int, out: Path) -> None:
+        spy = Path(sys.executable).parent / "py-spy"
+        self.process = subprocess.Popen(
+            [
+                str(spy),
+                "record",
+                "-p",
+                str(pid),
+                "-f",
+                "raw",
+                "-o",
+                str(out),
+                "--rate",
+                "200",
+                "--nonblocking",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=30)

@@ -1,0 +1,261 @@
+"""The four workloads (sizes, gangs, pods) in each scheduler's dialect, and the objects
+that make them: what is created is the same for every scheduler but for the dialect."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+NAMESPACE = "bench"
+KS_NAME = "kube-scheduler-baseline"
+SCHEDULERS = ("gangsched", "kube-scheduler", "gangsched-upstream")
+WORKLOADS = ("a", "b", "c", "d")
+
+
+def titles(sizes: dict[str, Any]) -> dict[str, str]:
+    """Row labels from the sizes actually run."""
+    z = Sizes(**sizes)
+    return {
+        "a": f"(a) {z.a_gangs:,} gangs of {z.a_size}, {z.a_nodes:,} nodes",
+        "b": f"(b) {z.b_gangs:,} gangs of {z.b_min}-{z.b_max}, {z.b_nodes:,} nodes",
+        "c": f"(c) preemption: {z.c_gangs} gangs of {z.c_size} over {z.c_low:,} low pods",
+        "d": f"(d) restart: {z.d_bound:,} bound pods, {z.d_nodes:,} nodes",
+        "ceiling": f"ceiling: bare binder, {z.ceiling_pods:,} pods",
+    }
+
+
+@dataclass(frozen=True)
+class Sizes:
+    a_nodes: int = 1000
+    a_gangs: int = 1000
+    a_size: int = 3
+    b_nodes: int = 1000
+    b_gangs: int = 100
+    b_min: int = 8
+    b_max: int = 24
+    c_nodes: int = 100
+    c_low: int = 1000
+    c_all_share: float = 0.3
+    c_gangs: int = 10
+    c_size: int = 10
+    d_nodes: int = 2000
+    d_bound: int = 20000
+    d_gangs: int = 100
+    d_size: int = 4
+    ceiling_pods: int = 3000
+
+
+SIZES = {
+    "default": Sizes(),
+    "small": Sizes(
+        a_nodes=100,
+        a_gangs=100,
+        b_nodes=100,
+        b_gangs=10,
+        c_nodes=20,
+        c_low=200,
+        c_gangs=2,
+        d_nodes=200,
+        d_bound=2000,
+        d_gangs=10,
+        ceiling_pods=300,
+    ),
+}
+
+
+# ------------------------------------------------------------------------------- objects
+def pod_group(
+    scheduler: str, name: str, min_count: int, *, priority_class: str = "", all_mode: bool = False
+) -> dict[str, Any]:
+    if scheduler == "gangsched":
+        spec: dict[str, Any] = {"minMember": min_count}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        if all_mode:
+            spec["disruptionMode"] = "All"
+        api_version = "scheduling.sigs.k8s.io/v1alpha1"
+    else:
+        spec = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+        if priority_class:
+            # kube-scheduler refuses a gang unless every pod's priority equals the group's.
+            spec["priorityClassName"] = priority_class
+        if all_mode:
+            spec["disruptionMode"] = {"all": {}}
+        api_version = "scheduling.k8s.io/v1beta1"
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"bench": "gang"}},
+        "spec": spec,
+    }
+
+
+def pod(
+    scheduler: str,
+    name: str,
+    *,
+    group: str = "",
+    cpu: str = "1",
+    memory: str = "1Gi",
+    role: str = "gang",
+    node: str = "",
+    priority_class: str = "",
+) -> dict[str, Any]:
+    labels = {"bench": role}
+    spec: dict[str, Any] = {
+        "schedulerName": KS_NAME if scheduler == "kube-scheduler" else "gangsched",
+        "terminationGracePeriodSeconds": 0,
+        "containers": [
+            {
+                "name": "main",
+                "image": "pause",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            }
+        ],
+    }
+    if group:
+        if scheduler == "gangsched":
+            labels["pod-group.scheduling.sigs.k8s.io"] = group
+        else:
+            spec["schedulingGroup"] = {"podGroupName": group}
+    if node:
+        spec["nodeName"] = node
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+        "spec": spec,
+    }
+
+
+def create_request(obj: dict[str, Any]) -> dict[str, Any]:
+    api_version = obj["apiVersion"]
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    plural = {"Pod": "pods", "PodGroup": "podgroups"}[obj["kind"]]
+    return {
+        "key": f"{obj['kind']}/{obj['metadata']['name']}",
+        "path": f"{base}/namespaces/{NAMESPACE}/{plural}",
+        "body": obj,
+    }
+
+
+@dataclass
+class Workload:
+    """What one run creates: objects bound before the scheduler runs (setup), the gangs it
+    must schedule (each a PodGroup plus members) and what to wait for."""
+
+    setup: list[dict[str, Any]] = field(default_factory=list)
+    gangs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    node_cpu: str = "32"
+    node_memory: str = "256Gi"
+    nodes: int = 0
+    low_pods: int = 0
+
+
+def build_workload(name: str, scheduler: str, sizes: Sizes, seed: int) -> Workload:
+    rng = random.Random(seed)  # the same gangs for every scheduler in a round
+    w = Workload()
+    if name == "a":
+        w.nodes = sizes.a_nodes
+        shapes = [sizes.a_size] * sizes.a_gangs
+    elif name == "b":
+        w.nodes = sizes.b_nodes
+        mean = (sizes.b_min + sizes.b_max) // 2
+        shapes = []
+        for _ in range(sizes.b_gangs // 2):  # symmetric pairs: the mean is exactly `mean`
+            k = rng.randint(sizes.b_min, sizes.b_max)
+            shapes += [k, 2 * mean - k]
+        shapes += [mean] * (sizes.b_gangs - len(shapes))
+    elif name == "c":
+        w.nodes, w.node_cpu, w.node_memory = sizes.c_nodes, "4", "16Gi"
+        per_node = sizes.c_low // sizes.c_nodes
+        all_pods = int(sizes.c_low * sizes.c_all_share) // 10 * 10
+        # All-mode groups of 10, each spread over 10 nodes; the rest are single pods.
+        for g in range(all_pods // 10):
+            group = f"low-{g:03d}"
+            w.setup.append(
+                pod_group(scheduler, group, 10, priority_class="bench-low", all_mode=True)
+            )
+            for m in range(10):
+                node = (g * 10 + m) % sizes.c_nodes
+                w.setup.append(
+                    pod(
+                        scheduler,
+                        f"{group}-{m}",
+                        group=group,
+                        cpu="400m",
+                        memory="128Mi",
+                        role="low",
+                        node=bench_node(node),
+                        priority_class="bench-low",
+                    )
+                )
+        counts = Counter(p["spec"]["nodeName"] for p in w.setup if p["kind"] == "Pod")
+        single = 0
+        for n in range(sizes.c_nodes):
+            for _ in range(per_node - counts[bench_node(n)]):
+                w.setup.append(
+                    pod(
+                        scheduler,
+                        f"low-single-{single:04d}",
+                        cpu="400m",
+                        memory="128Mi",
+                        role="low",
+                        node=bench_node(n),
+                        priority_class="bench-low",
+                    )
+                )
+                single += 1
+        w.low_pods = sum(1 for o in w.setup if o["kind"] == "Pod")
+        for g in range(sizes.c_gangs):
+            group = f"high-{g:03d}"
+            w.groups.append(pod_group(scheduler, group, sizes.c_size, priority_class="bench-high"))
+            w.gangs[group] = [
+                pod(
+                    scheduler,
+                    f"{group}-{m}",
+                    group=group,
+                    cpu="3970m",
+                    memory="1Gi",
+                    priority_class="bench-high",
+                )
+                for m in range(sizes.c_size)
+            ]
+        return w
+    elif name == "d":
+        w.nodes = sizes.d_nodes
+        shapes = [sizes.d_size] * sizes.d_gangs
+        # (the bound pods are created once per cluster: see bound_pods)
+    else:
+        raise ValueError(name)
+    for g, size in enumerate(shapes):
+        group = f"gang-{g:04d}"
+        w.groups.append(pod_group(scheduler, group, size))
+        w.gangs[group] = [pod(scheduler, f"{group}-{m}", group=group) for m in range(size)]
+    return w
+
+
+def bound_pods(sizes: Sizes) -> list[dict[str, Any]]:
+    """(d): pods already running, spread evenly, owned by no scheduler we run."""
+    out = []
+    for i in range(sizes.d_bound):
+        p = pod(
+            "none",
+            f"bound-{i:05d}",
+            cpu="100m",
+            memory="128Mi",
+            role="bound",
+            node=bench_node(i % sizes.d_nodes),
+        )
+        p["spec"]["schedulerName"] = "default-scheduler"
+        out.append(p)
+    return out
+
+
+def bench_node(i: int) -> str:
+    return f"bench-node-{i:05d}"  # harness.create_nodes' names
