@@ -4,7 +4,8 @@ Upstream semantics first (REFERENCE.md section 2): all pending members together,
 priority then first-seen time, evaluated on one snapshot; each pod that fits is assumed so the
 next one sees it; the group gives up as soon as minMember is out of reach; on failure every
 assume is rolled back. Members already bound count toward minMember, and members beyond
-minMember that do not fit stay pending.
+minMember that do not fit stay pending; a cycle that places none of its pending members is
+unschedulable even when bound members meet minMember, as upstream's (so that they preempt).
 
 Where that fixed order fails, upstream stops. We then search, under a budget: largest pods
 first, largest first with bin packing, and finally a depth-first search over nodes with
@@ -197,6 +198,8 @@ class GangPlacer:
 
         mark = snap.checkpoint()
         first = self._greedy(gang, snap, member_order(gang.pending), self.framework, diagnose=True)
+        if first.code is Code.SUCCESS and not first.placements:
+            return _nothing_placed(gang, first)
         if first.code is Code.SUCCESS:
             first.strategy = "greedy"
             return first
@@ -258,7 +261,11 @@ class GangPlacer:
                 return result
         if _satisfied(gang, placed):
             return CycleResult(
-                Code.SUCCESS, placements=placements, pod_messages=result.pod_messages
+                Code.SUCCESS,
+                placements=placements,
+                pod_messages=result.pod_messages,
+                failed_pod=result.failed_pod,
+                diagnosis=result.diagnosis,
             )
         short = next(
             p for p in gang.parts if len(p.bound) + placed.get(p.group.ref, 0) < p.group.min_member
@@ -339,6 +346,29 @@ def extend_placement(gang: Gang, snap: Snapshot, framework: Framework, result: C
             result.pod_messages.pop(pod.key, None)
         elif pod.key not in result.pod_messages:
             result.pod_messages[pod.key] = framework.diagnose(ctx, snap).fit.message()
+
+
+def _nothing_placed(gang: Gang, result: CycleResult) -> CycleResult:
+    """minMember is already met by bound members, but no pending member fits now.
+
+    Upstream turns such a success into Unschedulable ("at least one pod must be scheduled"),
+    which is what sends the members beyond the quorum to workload-aware preemption; the
+    gang keeps what it has either way."""
+    parts = ", ".join(
+        f"{part.group.key} minCount ({part.group.min_member}) is met: {len(part.bound)} scheduled"
+        for part in gang.parts
+        if part.pending
+    )
+    text = f"{parts}; none of the {len(gang.pending)} pending pod(s) fits"
+    if result.failed_pod is not None and result.diagnosis is not None:
+        text += f"; {result.failed_pod.key}: {result.diagnosis.fit.message()}"
+    return CycleResult(
+        Code.UNSCHEDULABLE,
+        message=text,
+        pod_messages=result.pod_messages,
+        failed_pod=result.failed_pod,
+        diagnosis=result.diagnosis,
+    )
 
 
 def _nominated_if_feasible(pod: Pod, snap: Snapshot, mask: BoolVector) -> int | None:

@@ -91,6 +91,18 @@ class SchedulingQueue:
         """Scheduled (or no longer pending): forget it and its backoff history."""
         self._entries.pop(ref, None)
 
+    def requeue(self, ref: GroupRef) -> None:
+        """Scheduled, with members left over: active again at once, its backoff history
+        forgotten and its place in the order kept (upstream's requeue after a successful
+        pod group attempt, which preserves the timestamp so the rest can preempt at once)."""
+        entry = self._entries.get(ref)
+        if entry is None:
+            return
+        entry.attempts = 0
+        entry.state = State.ACTIVE
+        entry.waiting = False
+        self._push(entry)
+
     def unschedulable(
         self, ref: GroupRef, now: float, *, counted: bool = True, waiting: bool = False
     ) -> None:

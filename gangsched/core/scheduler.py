@@ -193,7 +193,7 @@ class Scheduler:
         pods = [p.key for p in gang.pending]
         if result.code is Code.SUCCESS:
             snap.commit()
-            return self._scheduled(gang, result, pods, now)
+            return self._scheduled(gang, result, pods)
         snap.rollback(mark)
         if result.code is Code.WAIT:
             return self._waiting(gang, result.message, note=waiting_note(gang), now=now)
@@ -243,9 +243,7 @@ class Scheduler:
         return report
 
     # -------------------------------------------------------------------------------- results
-    def _scheduled(
-        self, gang: Gang, result: CycleResult, pods: list[str], now: float
-    ) -> CycleReport:
+    def _scheduled(self, gang: Gang, result: CycleResult, pods: list[str]) -> CycleReport:
         decisions: list[Decision] = []
         placed: set[str] = set()
         assigned: list[tuple[Pod, str]] = []
@@ -284,23 +282,19 @@ class Scheduler:
         book.committed()
         if assigned:
             decisions.append(_scheduled_event(gang, assigned))
+        leftover = False
         for pod in gang.pending:
             if pod.key not in placed:
+                leftover = True
                 message = result.pod_messages.get(pod.key, "no node fits this pod")
                 decisions.append(_unschedulable(pod, "Unschedulable", message))
-        if result.placements:
-            self.queue.done(gang.key)
+        if leftover:
+            # Members beyond the quorum that did not fit go straight back to the active
+            # queue, as upstream requeues them after a successful attempt: the next attempt
+            # finds minMember met, places what fits by then, else preempts for them.
+            self.queue.requeue(gang.key)
         else:
-            # minMember is met by bound members and no extra member fits: wait for a change.
-            self.queue.unschedulable(gang.key, now)
-            return self._not_scheduled(
-                gang,
-                result=UNSCHEDULABLE,
-                reason="Unschedulable",
-                message="no additional member of the group fits",
-                pod_messages=result.pod_messages,
-                pods=pods,
-            )
+            self.queue.done(gang.key)
         for part in gang.parts:
             scheduled = len(part.bound) + sum(
                 1 for pod, _ in result.placements if any(pod is p for p in part.pending)

@@ -15,7 +15,6 @@ from tests.conformance.harness import Manifest, Scenario, node, pod, upstream_gr
 
 SOURCE = "kube-scheduler `test/integration/scheduler/podgroup/podgroup_test.go`"
 ZONE = "topology.kubernetes.io/zone"
-EXTRAS = "issue 19 item 1: members beyond the quorum never preempt"
 QUEUE_ORDER = (
     "issue 19 item 2: upstream groups are queued by PodGroup age, not by their pods' creation time"
 )
@@ -196,7 +195,6 @@ def test_basic_group_waits_for_pod_group_part_waits_for_resources_then_schedules
     sc.assert_scheduled("p1", "p2", "p3")
 
 
-@pytest.mark.xfail(strict=True, reason=EXTRAS)
 def test_basic_group_schedules_with_preemption() -> None:
     """podgroup_test.go TestPodGroupScheduling: basic group schedules with preemption."""
     sc = cluster()
@@ -208,7 +206,6 @@ def test_basic_group_schedules_with_preemption() -> None:
     sc.assert_removed("low-priority-blocker")
 
 
-@pytest.mark.xfail(strict=True, reason=EXTRAS)
 def test_basic_group_schedules_with_workload_aware_preemption() -> None:
     """podgroup_test.go TestPodGroupScheduling: basic group schedules with workload-aware preemption."""
     sc = cluster()

@@ -38,7 +38,6 @@ SOURCE = (
     "kube-scheduler `test/integration/scheduler/preemption/podgroup/podgrouppreemption_test.go`"
 )
 TOPOLOGY = "not built yet: topology-aware scheduling (issue 14)"
-EXTRAS = "issue 19 item 1: members beyond the quorum never preempt"
 VICTIM_AWARE = (
     "defect: kep places the preemptors once on a cluster without any victim, spreading them "
     "(LeastAllocated), and reprieves only around that placement; upstream's victim-aware "
@@ -146,7 +145,6 @@ def test_partial_preemption(strategy: list[str]) -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason=EXTRAS)
 def test_partial_preemption_with_basic_policy(strategy: list[str]) -> None:
     """podgrouppreemption_test.go TestPodGroupPreemption: Partial Preemption with basic policy (upstream's preset score prefers node1; victim-aware scoring must still take very-low-1)."""
     preemption_case(
@@ -659,13 +657,11 @@ def _binding_first(group: Manifest, strategy: list[str]) -> None:
     assert order == ["Bind:high-1", "Preempt:default/pg1", "Bind:high-2"], order
 
 
-@pytest.mark.xfail(strict=True, reason=EXTRAS)
 def test_binding_first_before_preemption_for_gang_policy(strategy: list[str]) -> None:
     """podgrouppreemption_test.go TestPodGroupPreemption: Binding first before preemption for gang policy."""
     _binding_first(pg("pg1", 100, 2), strategy)
 
 
-@pytest.mark.xfail(strict=True, reason=EXTRAS)
 def test_binding_first_before_preemption_for_basic_policy(strategy: list[str]) -> None:
     """podgrouppreemption_test.go TestPodGroupPreemption: Binding first before preemption for basic policy."""
     _binding_first(pg("pg1", 100), strategy)

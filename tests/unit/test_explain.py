@@ -292,3 +292,21 @@ def test_command_unreachable_cluster_is_failure(
     assert main(["explain", "default/x", "--kubeconfig", str(kubeconfig)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach the API server" in err, err
+
+
+def test_members_beyond_the_quorum_are_explained_with_their_preemption(tmp_path: Path) -> None:
+    docs = [
+        raw_node("n1", 2),
+        raw_priority_class("high", 100),
+        raw_priority_class("low", 10),
+        raw_pod_group("g", 1, priority_class="high"),
+        raw_pod("g-0", "1", group="g", node_name="n1", priorityClassName="high"),
+        raw_pod("low", "1", node_name="n1", priorityClassName="low", scheduler="default"),
+        raw_pod("g-1", "1", group="g", priorityClassName="high"),
+    ]
+    e = run([write(tmp_path, docs)], "default/g")
+    assert e.result == "waiting_on_preemption"
+    assert "minCount (1) is met: 1 scheduled" in e.message
+    assert e.preemption is not None and e.preemption.would_help
+    assert [v.pod for v in e.preemption.victims] == ["default/low"]
+    assert e.preemption.nominations == {"default/g-1": "n1"}

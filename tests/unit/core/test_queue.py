@@ -87,3 +87,22 @@ def test_activate_and_done() -> None:
     q.done(ref("g"))
     assert ref("g") not in q and len(q) == 0
     assert q.counts() == {"active": 0, "backoff": 0, "unschedulable": 0}
+
+
+def test_a_gang_scheduled_with_members_left_over_is_requeued_at_once() -> None:
+    q = SchedulingQueue(initial_backoff=1.0, max_backoff=10.0)
+    q.add(ref("g"), priority=5, created=3.0)
+    q.add(ref("younger"), priority=5, created=4.0)
+    for attempt in range(3):
+        assert q.pop(100.0 * attempt) == ref("g")
+        q.unschedulable(ref("g"), now=100.0 * attempt)
+        q.cluster_changed(100.0 * attempt + 50)
+    assert q.attempts_of(ref("g")) == 3
+    assert q.pop(1000.0) == ref("g")
+    q.requeue(ref("g"))
+    # Active now, its history forgotten, and still ahead of the younger gang.
+    assert q.state_of(ref("g")) is State.ACTIVE
+    assert q.attempts_of(ref("g")) == 0
+    assert q.pop(1000.0) == ref("g")
+    q.requeue(ref("absent"))  # unknown gangs are ignored
+    assert ref("absent") not in q
