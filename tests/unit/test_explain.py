@@ -310,3 +310,46 @@ def test_members_beyond_the_quorum_are_explained_with_their_preemption(tmp_path:
     assert e.preemption is not None and e.preemption.would_help
     assert [v.pod for v in e.preemption.victims] == ["default/low"]
     assert e.preemption.nominations == {"default/g-1": "n1"}
+
+
+def test_volume_reasons(tmp_path: Path) -> None:
+    local_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "big", "namespace": "default"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "resources": {"requests": {"storage": "1Ti"}},
+        },
+    }
+    volumes = [{"name": "d", "persistentVolumeClaim": {"claimName": "big"}}]
+    missing = [{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}]
+    docs = [
+        node("n1"),
+        node("n2"),
+        local_class,
+        claim,
+        pod_group("g", 2),
+        pod("g-0", "1", group="g", volumes=volumes),
+        pod("g-1", "1", group="g", volumes=missing),
+    ]
+    e = run([write(tmp_path, docs)], "default/g")
+    assert e.result == "unschedulable"
+    messages = {fit.pod: fit.message for fit in e.unplaced}
+    assert messages["default/g-0"] == (
+        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
+    )
+    assert messages["default/g-1"] == (
+        '0/2 nodes are available: persistentvolumeclaim "nope" not found.'
+    )
+    text = render(e, "table")
+    assert "didn't find available persistent volumes to bind" in text
+    assert 'persistentvolumeclaim "nope" not found' in text

@@ -12,6 +12,7 @@ Every volume failure is UnschedulableAndUnresolvable, as upstream: evicting pods
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from gangsched.core.framework import PodContext
 from gangsched.core.snapshot import BoolVector, Snapshot
@@ -19,13 +20,12 @@ from gangsched.core.status import Code
 from gangsched.core.volumes.book import ClaimSet
 from gangsched.core.volumes.matching import (
     capacity_mask,
-    static_candidates,
     static_mask,
     terms_mask,
     topology_mask,
-    volume_admits,
 )
-from gangsched.core.volumes.model import PersistentVolume, PersistentVolumeClaim, StorageClass
+from gangsched.core.volumes.model import PersistentVolumeClaim, StorageClass
+from gangsched.core.volumes.static_index import Shape
 
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 NODE_CONFLICT = "node(s) had volume node affinity conflict"
@@ -63,10 +63,10 @@ class VolumeBinding:
         for _, mask in self._masks(ctx, snap):
             out &= mask
         claims = pod_claims(ctx, snap)
-        if isinstance(claims, ClaimSet) and _competing(snap, claims):
-            for node in np.flatnonzero(out):
-                if not _claims_fit_together(snap, claims, int(node)):
-                    out[node] = False
+        if isinstance(claims, ClaimSet):
+            undecided = _undecided(snap, claims)
+            if len(undecided) > 1:
+                out &= _joint_mask(snap, undecided)
         return out
 
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
@@ -128,45 +128,50 @@ def _delayed_masks(
     return [(BIND_CONFLICT, static | topology), (NOT_ENOUGH_SPACE, static | ~topology | capacity)]
 
 
-def _competing(snap: Snapshot, claims: ClaimSet) -> bool:
-    """Whether two undecided claims of the pod could want the same static PV (then the
-    masks, computed per claim, are not enough: check the nodes one by one)."""
-    undecided = [
-        (claim, sc)
-        for claim, sc in claims.delayed
-        if snap.volumes.decision_of(claim.key) is None and not claim.selected_node
-    ]
-    if len(undecided) < 2:
-        return False
-    seen: set[str] = set()
-    for claim, storage_class in undecided:
-        prebound, candidates = static_candidates(snap.volumes, claim, storage_class)
-        names = {v.name for v in candidates} | ({prebound.name} if prebound else set())
-        if names & seen:
-            return True
-        seen |= names
-    return False
+def _undecided(
+    snap: Snapshot, claims: ClaimSet
+) -> list[tuple[PersistentVolumeClaim, StorageClass]]:
+    """Delayed claims the pod itself will decide (smallest request first, as Reserve)."""
+    return sorted(
+        (
+            (claim, sc)
+            for claim, sc in claims.delayed
+            if snap.volumes.decision_of(claim.key) is None and not claim.selected_node
+        ),
+        key=lambda c: c[0].request,
+    )
 
 
-def _claims_fit_together(snap: Snapshot, claims: ClaimSet, node: int) -> bool:
-    """Reserve's choice replayed on one node: smallest claim first, each taking the smallest
-    free PV that admits the node, else provisioning."""
-    chosen: set[str] = set()
+def _joint_mask(
+    snap: Snapshot, undecided: list[tuple[PersistentVolumeClaim, StorageClass]]
+) -> BoolVector:
+    """Nodes where Reserve's choice succeeds for all the pod's undecided claims together:
+    smallest claim first, each taking the smallest free PV of a fitting shape on the node
+    (no other claim of the pod can then take it), else provisioning. Per-claim masks miss
+    that two claims may want the same PV; this replays the choice on every node at once."""
     book = snap.volumes
-    for claim, storage_class in sorted(claims.delayed, key=lambda c: c[0].request):
-        if book.decision_of(claim.key) is not None or claim.selected_node:
-            continue
-        prebound, candidates = static_candidates(book, claim, storage_class)
-        options: list[PersistentVolume] = [prebound] if prebound is not None else candidates
-        pick = next(
-            (v for v in options if v.name not in chosen and volume_admits(v, snap, node)), None
+    index = book.static_index(snap)
+    size = len(snap)
+    remaining: dict[Shape, npt.NDArray[np.int32]] = {}
+    ok: BoolVector = np.ones(size, dtype=np.bool_)
+    for claim, storage_class in undecided:
+        dynamic = topology_mask(snap, storage_class) & capacity_mask(
+            book, snap, claim, storage_class
         )
-        if pick is not None:
-            chosen.add(pick.name)
+        prebound = index.prebound_to(claim)
+        if prebound is not None:
+            ok &= terms_mask(snap, prebound.node_affinity) | dynamic
             continue
-        if not (
-            topology_mask(snap, storage_class)[node]
-            and capacity_mask(book, snap, claim, storage_class)[node]
-        ):
-            return False
-    return True
+        need: BoolVector = np.ones(size, dtype=np.bool_)
+        for shape in index.fitting(claim, storage_class.name):
+            if shape not in remaining:
+                count = index.counts[shape].copy()
+                for volume in book.taken:
+                    if index.shape.get(volume) == shape:
+                        count -= index.reach(snap, volume)
+                remaining[shape] = count
+            take = need & (remaining[shape] > 0)
+            remaining[shape] -= take
+            need &= ~take
+        ok &= ~need | dynamic
+    return ok

@@ -25,6 +25,7 @@ from gangsched.core.volumes.model import (
     PersistentVolumeClaim,
     StorageClass,
 )
+from gangsched.core.volumes.static_index import StaticIndex
 
 if TYPE_CHECKING:
     from gangsched.core.snapshot import Snapshot
@@ -75,7 +76,9 @@ class VolumeBook:
     placing: dict[str, int] = field(default_factory=dict)
     #: Claim key -> pods (by key) whose volumes use it, bound or not.
     users: dict[str, dict[str, Pod]] = field(default_factory=dict)
-    _by_class: dict[str, list[PersistentVolume]] | None = None
+    #: Bumped on every PV change: the static index is rebuilt for the next cycle.
+    volume_version: int = 0
+    _static: tuple[tuple[int, int, int], StaticIndex] | None = None
 
     # --------------------------------------------------------------------------- objects
     def upsert_claim(self, claim: PersistentVolumeClaim) -> None:
@@ -88,28 +91,29 @@ class VolumeBook:
 
     def upsert_volume(self, volume: PersistentVolume) -> None:
         self.volumes[volume.name] = volume
-        self._by_class = None
+        self._volumes_changed()
         claim = self.taken.get(volume.name)
         if claim is not None and volume.claim_ref is not None:
             self.settle(claim)
 
     def delete_volume(self, name: str) -> None:
         self.volumes.pop(name, None)
-        self._by_class = None
+        self._volumes_changed()
 
     def replace_volumes(self, volumes: Iterable[PersistentVolume]) -> None:
         self.volumes = {volume.name: volume for volume in volumes}
-        self._by_class = None
+        self._volumes_changed()
 
-    def volumes_of_class(self, name: str) -> list[PersistentVolume]:
-        if self._by_class is None:
-            index: dict[str, list[PersistentVolume]] = {}
-            for volume in self.volumes.values():
-                index.setdefault(volume.storage_class, []).append(volume)
-            for entries in index.values():
-                entries.sort(key=lambda v: (v.capacity, v.name))
-            self._by_class = index
-        return self._by_class.get(name, [])
+    def _volumes_changed(self) -> None:
+        self._static = None
+        self.volume_version += 1
+
+    def static_index(self, snap: Snapshot) -> StaticIndex:
+        """The index of available PVs for this snapshot's nodes (rebuilt on change)."""
+        key = (self.volume_version, snap.node_generation, len(snap))
+        if self._static is None or self._static[0] != key:
+            self._static = (key, StaticIndex.build(self, snap))
+        return self._static[1]
 
     def storage_class(self, claim: PersistentVolumeClaim) -> StorageClass | None:
         """The claim's class; a claim naming none gets the default class, as the

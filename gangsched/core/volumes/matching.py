@@ -46,14 +46,16 @@ def _hostname_index(snap: Snapshot) -> dict[str, list[int]]:
 
 
 def terms_mask(snap: Snapshot, terms: tuple[NodeSelectorTerm, ...] | None) -> BoolVector:
-    """Nodes admitted by required node selector terms (None admits every node)."""
+    """Nodes admitted by required node selector terms (None admits every node). The local-PV
+    shape (one hostname or node name per term) is computed directly and not cached: a
+    cluster of 10,000 local PVs would otherwise cache 10,000 node masks."""
     if terms is None:
         return np.ones(len(snap), dtype=np.bool_)
+    fast = _single_node_terms(snap, terms)
+    if fast is not None:
+        return fast
 
     def compute() -> BoolVector:
-        fast = _single_node_terms(snap, terms)
-        if fast is not None:
-            return fast
         return np.fromiter(
             (any_term_matches(terms, node.name, node.labels) for node in snap.nodes),
             dtype=np.bool_,
@@ -95,58 +97,19 @@ def volume_admits(volume: PersistentVolume, snap: Snapshot, node: int) -> bool:
 
 
 # ----------------------------------------------------------------------------- static PVs
-def _fits(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
-    """The node-independent half of FindMatchingVolume for a PV not pre-bound to the claim."""
-    if volume.deleting or volume.claim_ref is not None or volume.phase != "Available":
-        return False
-    if volume.capacity < claim.request or volume.volume_mode != claim.volume_mode:
-        return False
-    if not claim.access_modes <= volume.access_modes:
-        return False
-    return claim.selector is None or claim.selector.matches(volume.label_map)
-
-
-def static_candidates(
-    book: VolumeBook, claim: PersistentVolumeClaim, storage_class: StorageClass
-) -> tuple[PersistentVolume | None, list[PersistentVolume]]:
-    """(the PV pre-bound to the claim, if any; the other PVs that could take it, smallest
-    first). PVs chosen for another claim in this plan are left out."""
-    prebound = None
-    if claim.volume_name:
-        volume = book.volumes.get(claim.volume_name)
-        if volume is not None and not volume.deleting:
-            prebound = volume
-    for volume in book.volumes_of_class(storage_class.name):
-        if volume.bound_to(claim) and not volume.deleting:
-            prebound = volume
-    if prebound is not None:
-        return prebound, []
-    candidates = [
-        volume
-        for volume in book.volumes_of_class(storage_class.name)
-        if _fits(volume, claim) and book.taken.get(volume.name, claim.key) == claim.key
-    ]
-    return None, candidates
-
-
 def static_mask(
     book: VolumeBook,
     snap: Snapshot,
     claim: PersistentVolumeClaim,
     storage_class: StorageClass,
 ) -> BoolVector:
-    """Nodes where some PV can be bound statically to the claim."""
-    prebound, candidates = static_candidates(book, claim, storage_class)
+    """Nodes where some PV can be bound statically to the claim (a PV pre-bound to the
+    claim, else an available PV of a fitting shape that no other claim was given)."""
+    index = book.static_index(snap)
+    prebound = index.prebound_to(claim)
     if prebound is not None:
         return terms_mask(snap, prebound.node_affinity)
-    mask = np.zeros(len(snap), dtype=np.bool_)
-    seen: set[object] = set()
-    for volume in candidates:
-        if volume.node_affinity in seen:
-            continue
-        seen.add(volume.node_affinity)
-        mask |= terms_mask(snap, volume.node_affinity)
-    return mask
+    return index.mask(book, snap, claim, index.fitting(claim, storage_class.name))
 
 
 def find_static_volume(
@@ -155,15 +118,16 @@ def find_static_volume(
     claim: PersistentVolumeClaim,
     storage_class: StorageClass,
     node: int,
+    *,
+    exclude: set[str] | None = None,
 ) -> PersistentVolume | None:
     """The PV to bind on `node`: the pre-bound one, else the smallest that fits."""
-    prebound, candidates = static_candidates(book, claim, storage_class)
+    index = book.static_index(snap)
+    prebound = index.prebound_to(claim)
     if prebound is not None:
         return prebound if volume_admits(prebound, snap, node) else None
-    for volume in candidates:  # smallest first
-        if volume_admits(volume, snap, node):
-            return volume
-    return None
+    shapes = index.fitting(claim, storage_class.name)
+    return index.smallest_on(book, claim, shapes, node, exclude=exclude)
 
 
 # -------------------------------------------------------------------------- provisioning

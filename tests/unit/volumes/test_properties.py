@@ -135,7 +135,8 @@ def test_volume_plan_invariants(world: World) -> None:
                 assert volume.node_affinity is not None
                 target = cluster.nodes[decision.node]
                 assert any_term_matches(volume.node_affinity, target.name, target.labels)
-            else:
+            else:  # provisioning: only for the class that provisions, only where it may
+                assert book.claims[decision.claim].storage_class == "dyn"
                 assert cluster.nodes[decision.node].labels["topology.kubernetes.io/zone"] == "a"
         for pod_key in binds:
             member = cluster.pods[pod_key]
