@@ -333,13 +333,13 @@ def test_volume_reasons(tmp_path: Path) -> None:
     volumes = [{"name": "d", "persistentVolumeClaim": {"claimName": "big"}}]
     missing = [{"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}]
     docs = [
-        node("n1"),
-        node("n2"),
+        raw_node("n1"),
+        raw_node("n2"),
         local_class,
         claim,
-        pod_group("g", 2),
-        pod("g-0", "1", group="g", volumes=volumes),
-        pod("g-1", "1", group="g", volumes=missing),
+        raw_pod_group("g", 2),
+        raw_pod("g-0", "1", group="g", volumes=volumes),
+        raw_pod("g-1", "1", group="g", volumes=missing),
     ]
     e = run([write(tmp_path, docs)], "default/g")
     assert e.result == "unschedulable"
