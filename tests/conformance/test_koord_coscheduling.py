@@ -404,3 +404,34 @@ def test_gang_annotations_with_zero_minimum_are_refused() -> None:
     )
     text = "\n".join(problems)
     assert "default/pod5" in text and "default/pod6" in text and "min-available" in text, text
+
+
+def test_gang_announced_in_crd_way_before_the_crd_exists() -> None:
+    """core/gang_cache_test.go TestGangCache_OnPodAdd: add pod announcing Gang in CRD way before CRD created,gang should be created but not initialized (the pod waits; once the PodGroup exists it goes)."""
+    sc = Scenario().create(node("nba", cpu="8"), member("crdPod", "default", "test"))
+    held(sc, "default/crdPod")
+    sc.create(pg("test", "default", 1))
+    placed(sc, "default/crdPod")
+
+
+def test_podgroup_with_annotations() -> None:
+    """core/gang_cache_test.go TestGangCache_OnPodGroupAdd: update podGroup with annotations (NonStrict, minMember 2, GangGroup with gangB, which does not exist: gangA's two members wait for it)."""
+    groups = gang_group("default/gangA", "default/gangB")
+    sc = cluster(
+        pg("gangA", "default", 2, **{MODE: "NonStrict", GROUPS: groups}),
+        members("default", "gangA", "pod-a1", "pod-a2"),
+    )
+    held(sc, "default/pod-a1", "default/pod-a2")
+    assert sc.outcomes[-1].group("default/gangA")["minMember"] == 2
+
+
+def test_podgroup_with_illegal_annotations_is_refused() -> None:
+    """core/gang_cache_test.go TestGangCache_OnPodGroupAdd: update podGroup with illegal annotations (mode "WenShiqi222", groups "a,b", total-number 2 below minMember 4: Koordinator falls back to defaults; gangsched refuses, naming the object and field - a deliberate difference)."""
+    problems = simulate_problems(
+        [
+            node("nba", cpu="8"),
+            pg("gangA", "default", 4, **{MODE: "WenShiqi222", GROUPS: "a,b", TOTAL: "2"}),
+        ]
+    )
+    text = "\n".join(problems)
+    assert "PodGroup default/gangA" in text and GROUPS in text, text
