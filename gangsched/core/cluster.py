@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from gangsched.core.model import (
     Dialect,
     DisruptionBudget,
+    GangMode,
     GroupRef,
     Node,
     Pod,
@@ -102,24 +103,55 @@ class ClusterState:
             members = list(self.members.get(ref, {}).values())
             if not members:
                 return None
-            sizes = [p.annotation_min_available for p in members if p.annotation_min_available]
+            # Koordinator defines the gang from the first member that announces it with a
+            # valid size (later members' annotations are ignored): the oldest here.
+            announcing = [p for p in members if p.annotation_min_available]
+            first = min(announcing, key=lambda p: (p.created, p.name)) if announcing else None
+            spec = first.gang_annotations if first is not None else None
             # Finished pods are no members (kube-scheduler's informer drops them): a gang
             # sized by its pod count does not wait for pods that already ran.
             live = [p for p in members if not p.is_finished]
             return PodGroup(
                 ref=ref,
-                min_member=max(sizes) if sizes else max(len(live), 1),
+                min_member=(spec.min_available or 1) if spec else max(len(live), 1),
                 created=min(p.created for p in members),
+                gang_group=spec.gang_group if spec else (),
+                match_policy=spec.match_policy if spec else None,
+                gang_mode=spec.mode if spec else GangMode.STRICT,
+                total_number=spec.total_number if spec else None,
             )
         return None
 
+    def _resolve_gang(self, ref: GroupRef) -> GroupRef:
+        """A name in a GangGroup list: the PodGroup of that name, else the annotation gang."""
+        if ref.dialect not in (Dialect.SIGS, Dialect.KOORDINATOR):
+            return ref
+        sigs = GroupRef(Dialect.SIGS, ref.namespace, ref.name)
+        if sigs in self.groups:
+            return sigs
+        annotation = GroupRef(Dialect.KOORDINATOR, ref.namespace, ref.name)
+        return annotation if annotation in self.members else ref
+
     def unit_of(self, ref: GroupRef) -> tuple[GroupRef, ...]:
-        """The refs placed together with `ref`: its GangGroup, or itself alone."""
-        group = self.groups.get(ref)
-        if group is None or len(group.gang_group) <= 1:
+        """The refs placed together with `ref`: its own GangGroup list, or itself alone.
+
+        Directional, as Koordinator's Permit: when B lists A and B, B's members go only
+        together with A satisfied (A's pending members are placed in the same cycle); A, which
+        lists nothing, goes alone."""
+        group = self.pod_group(ref) if ref.dialect is Dialect.KOORDINATOR else self.groups.get(ref)
+        if group is None or not group.gang_group:
             return (ref,)
-        refs = set(group.gang_group) | {ref}
-        return tuple(sorted(refs, key=lambda r: (r.namespace, r.name, r.dialect.value)))
+        refs = {self._resolve_gang(listed) for listed in group.gang_group} | {ref}
+        return tuple(sorted(refs, key=_ref_order)) if len(refs) > 1 else (ref,)
+
+    def unit_key(self, ref: GroupRef) -> GroupRef:
+        """The queue key of `ref`'s unit: a member whose own unit is the same one (so gangs
+        that list each other share one entry), else `ref` itself (B listing A and B while A
+        lists nothing is B's own entry; A keeps one of its own)."""
+        unit = self.unit_of(ref)
+        if len(unit) == 1:
+            return ref
+        return next((other for other in unit if self.unit_of(other) == unit), ref)
 
     def pending_refs(self) -> set[GroupRef]:
         return {self.group_of(pod) for pod in self.pods.values() if self.is_pending(pod)}
@@ -207,3 +239,7 @@ class ClusterState:
                 members.pop(pod.key, None)
                 if not members:
                     del self.members[pod.group]
+
+
+def _ref_order(ref: GroupRef) -> tuple[str, str, str]:
+    return ref.namespace, ref.name, ref.dialect.value

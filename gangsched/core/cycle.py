@@ -38,6 +38,13 @@ class GangMember:
     #: Unbound members held by spec.schedulingGates: never placed, never counted toward
     #: minMember; they join later, when their last gate goes.
     gated: list[Pod] = field(default_factory=list)
+    #: How many bound members count toward minMember, when not all of them do (Koordinator's
+    #: match policy, see Scheduler.gang); None: every bound member counts.
+    counted_bound: int | None = None
+
+    @property
+    def quorum_bound(self) -> int:
+        return len(self.bound) if self.counted_bound is None else self.counted_bound
 
 
 @dataclass(slots=True)
@@ -107,7 +114,7 @@ def validate(gang: Gang) -> str | None:
 def waiting_part(gang: Gang) -> GangMember | None:
     """The first PodGroup of the gang with fewer members than its minMember."""
     for part in gang.parts:
-        if len(part.bound) + len(part.pending) < part.group.min_member:
+        if part.quorum_bound + len(part.pending) < part.group.min_member:
             return part
     return None
 
@@ -120,7 +127,7 @@ def waiting_message(gang: Gang) -> str | None:
     part = waiting_part(gang)
     if part is None:
         return None
-    have = len(part.bound) + len(part.pending)
+    have = part.quorum_bound + len(part.pending)
     need = part.group.min_member
     if not part.gated:
         return (
@@ -169,7 +176,7 @@ def gated_summary(pods: Sequence[Pod], *, limit: int = 5) -> str:
 
 def _satisfied(gang: Gang, placed: dict[GroupRef, int]) -> bool:
     return all(
-        len(part.bound) + placed.get(part.group.ref, 0) >= part.group.min_member
+        part.quorum_bound + placed.get(part.group.ref, 0) >= part.group.min_member
         for part in gang.parts
     )
 
@@ -255,7 +262,7 @@ class GangPlacer:
                 if result.failed_pod is None:
                     result.failed_pod, result.diagnosis = pod, diagnosis
             part = _part_of(gang, ref)
-            scheduled = len(part.bound) + placed.get(ref, 0)
+            scheduled = part.quorum_bound + placed.get(ref, 0)
             if scheduled + remaining[ref] < part.group.min_member:
                 result.message = _give_up_message(part, scheduled, remaining[ref], result)
                 return result
@@ -268,10 +275,12 @@ class GangPlacer:
                 diagnosis=result.diagnosis,
             )
         short = next(
-            p for p in gang.parts if len(p.bound) + placed.get(p.group.ref, 0) < p.group.min_member
+            p
+            for p in gang.parts
+            if p.quorum_bound + placed.get(p.group.ref, 0) < p.group.min_member
         )
         result.message = _give_up_message(
-            short, len(short.bound) + placed.get(short.group.ref, 0), 0, result
+            short, short.quorum_bound + placed.get(short.group.ref, 0), 0, result
         )
         return result
 
@@ -283,7 +292,7 @@ class GangPlacer:
         placements: list[tuple[Pod, int]] = []
         placed: dict[GroupRef, int] = {}
         spare = {
-            part.group.ref: len(part.bound) + len(part.pending) - part.group.min_member
+            part.group.ref: part.quorum_bound + len(part.pending) - part.group.min_member
             for part in gang.parts
         }
         skipped: dict[GroupRef, int] = {}
@@ -400,7 +409,7 @@ def _search_can_help(gang: Gang, snap: Snapshot) -> bool:
     free = (snap.allocatable - snap.requested).clip(min=0).sum(axis=0)
     needed = np.zeros_like(free)
     for part in gang.parts:
-        short = part.group.min_member - len(part.bound)
+        short = part.group.min_member - part.quorum_bound
         if short <= 0 or not part.pending:
             continue
         # Per resource, the `short` smallest requests: a lower bound on any placement.

@@ -33,6 +33,37 @@ class DisruptionMode(StrEnum):
     ALL = "All"
 
 
+class MatchPolicy(StrEnum):
+    """Koordinator's gang match policy: which members count toward minMember.
+
+    ONCE_SATISFIED: once any member has been bound the gang is satisfied for good, and later
+    members are placed one by one. ONLY_WAITING: only the members placed in this cycle count.
+    WAITING_AND_RUNNING: bound members count too (kube-scheduler's and scheduler-plugins' rule).
+    """
+
+    ONCE_SATISFIED = "once-satisfied"
+    ONLY_WAITING = "only-waiting"
+    WAITING_AND_RUNNING = "waiting-and-running"
+
+
+class GangMode(StrEnum):
+    """Koordinator's gang mode; here both give the same all-or-nothing result (see README)."""
+
+    STRICT = "Strict"
+    NON_STRICT = "NonStrict"
+
+
+@dataclass(frozen=True, slots=True)
+class GangAnnotations:
+    """What a member of a Koordinator annotation gang says about its gang."""
+
+    min_available: int | None = None
+    total_number: int | None = None
+    mode: GangMode = GangMode.STRICT
+    match_policy: MatchPolicy | None = None
+    gang_group: tuple[GroupRef, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class GroupRef:
     """Identifies a PodGroup. Lone pods get a ref of dialect LONE_POD named after the pod."""
@@ -183,8 +214,8 @@ class Pod:
     created: float = 0.0
     terminating: bool = False
     group: GroupRef | None = None
-    #: Members of a Koordinator annotation gang carry its size themselves.
-    annotation_min_available: int | None = None
+    #: Members of a Koordinator annotation gang carry its definition themselves.
+    gang_annotations: GangAnnotations | None = None
     #: "namespace/name" of the controller owning the pod (PodGroup status.occupiedBy).
     owner: str = ""
     #: Volumes backed by PersistentVolumeClaims (see gangsched.core.volumes).
@@ -201,6 +232,10 @@ class Pod:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def annotation_min_available(self) -> int | None:
+        return self.gang_annotations.min_available if self.gang_annotations else None
 
     @property
     def is_bound(self) -> bool:
@@ -238,6 +273,11 @@ class PodGroup:
     disruption_mode: DisruptionMode = DisruptionMode.SINGLE
     #: Koordinator GangGroup: every group listed here (self included) is placed at once.
     gang_group: tuple[GroupRef, ...] = ()
+    #: Koordinator's match policy; None: the dialect's rule (bound members count).
+    match_policy: MatchPolicy | None = None
+    #: Koordinator's mode and total-number: read and checked, no effect on placement.
+    gang_mode: GangMode = GangMode.STRICT
+    total_number: int | None = None
     created: float = 0.0
     uid: str = ""
     #: metadata.generation: status conditions carry it as observedGeneration.

@@ -32,7 +32,7 @@ from gangsched.core.decisions import (
     SetCondition,
 )
 from gangsched.core.framework import Framework
-from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
+from gangsched.core.model import Dialect, GroupRef, MatchPolicy, Pod, PodGroup
 from gangsched.core.plugins import ScoringConfig, build_framework
 from gangsched.core.queue import SchedulingQueue
 from gangsched.core.status import Code
@@ -118,7 +118,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------------------ queueing
     def unit_key(self, ref: GroupRef) -> GroupRef:
-        return self.cluster.unit_of(ref)[0]
+        return self.cluster.unit_key(ref)
 
     def enqueue_pending(self, now: float = 0.0) -> None:
         """Make sure every gang with pending pods is in the queue; drop the others."""
@@ -156,9 +156,38 @@ class Scheduler:
                 else:
                     foreign.append(pod)
             parts.append(
-                GangMember(group=group, bound=bound, pending=pending, foreign=foreign, gated=gated)
+                GangMember(
+                    group=group,
+                    bound=bound,
+                    pending=pending,
+                    foreign=foreign,
+                    gated=gated,
+                    counted_bound=Scheduler._counted_bound(ref, group, bound),
+                )
             )
         return Gang(key=key, parts=parts)
+
+    @staticmethod
+    def _counted_bound(ref: GroupRef, group: PodGroup, bound: list[Pod]) -> int | None:
+        """Koordinator's match policy: which bound members count toward minMember.
+
+        Koordinator's gangs (scheduling.sigs.k8s.io PodGroups, annotation gangs) default to
+        once-satisfied: once any member was bound the gang is satisfied for good and later
+        members go one by one. only-waiting counts only members placed in this cycle;
+        waiting-and-running counts bound ones too, which is kube-scheduler's and
+        scheduler-plugins' rule for their dialects (None: every bound member counts).
+        """
+        policy = group.match_policy
+        if policy is None and ref.dialect in (Dialect.SIGS, Dialect.KOORDINATOR):
+            policy = MatchPolicy.ONCE_SATISFIED
+        if policy is MatchPolicy.ONLY_WAITING:
+            return 0
+        if policy is MatchPolicy.ONCE_SATISFIED and bound:
+            # Koordinator remembers "satisfied" in memory from the first bind on; here a gang
+            # is satisfied while a member of it is bound and alive (finished members count
+            # for nothing, as kube-scheduler never sees them).
+            return max(len(bound), group.min_member)
+        return None
 
     # ------------------------------------------------------------------------------ stepping
     def step(self, now: float) -> CycleReport | None:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
-import pytest
-
 from tests.conformance.harness import (
     SIGS_API,
     SIGS_LABEL,
@@ -36,7 +34,6 @@ MATCH_POLICY = f"{KOORD}/match-policy"
 MODE = f"{KOORD}/mode"
 TOTAL = f"{KOORD}/total-number"
 GROUPS = f"{KOORD}/groups"
-KOORD_API = "issue 19 item 4: Koordinator's gang API is not read in full"
 
 
 def pg(name: str, namespace: str, min_member: int, **annotations: str) -> Manifest:
@@ -151,7 +148,6 @@ def _running_member_case(policy: str) -> Scenario:
     )
 
 
-@pytest.mark.xfail(strict=True, reason=KOORD_API)
 def test_core_permit_running_member_does_not_count_for_only_waiting() -> None:
     """core/core_test.go TestPermit: pod3 belongs to gangA that doesn't have enough assumed pods, but with Running pods is enough, matchPolicy waiting-and-running (the first of two cases of this name: its policy is only-waiting, so the running member does not count)."""
     held(_running_member_case("only-waiting"), "ganga-ns/pod3-1", "ganga-ns/pod3")
@@ -273,7 +269,6 @@ def test_plugin_permit_gang_satisfied_with_default_match_policy() -> None:
     placed(_ganga_complete(), "ganga-ns/pod4-1", "ganga-ns/pod4-2", "ganga-ns/pod4")
 
 
-@pytest.mark.xfail(strict=True, reason=KOORD_API + " (a GangGroup named by one side only)")
 def test_plugin_permit_one_sided_gang_group_waits_for_the_named_gang() -> None:
     """coscheduling_test.go TestPermit: pod5 belongs to gangB that gangB has resourceSatisfied, but gangA has not satisfied."""
     sc = cluster(
@@ -306,13 +301,6 @@ def annotated(name: str, annotations: Mapping[str, str], **extra: object) -> Man
     return pod(name, annotations=annotations, **extra)  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "defect: an annotation-only Koordinator gang whose members disagree takes the largest "
-        "min-available among them (pod2: 7), not the first announcing pod's (pod1: 2)"
-    ),
-)
 def test_gang_announced_in_annotation_way() -> None:
     """core/gang_cache_test.go TestGangCache_OnPodAdd: add pod announcing Gang in Annotation way (the first pod's annotations define the gang: minimum 2, NonStrict, GangGroup with gangb, which never appears, so the gang waits for it)."""
     first = annotated(
@@ -340,7 +328,6 @@ def test_gang_announced_in_annotation_way() -> None:
     assert sc.outcomes[-1].group("default/ganga")["minMember"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason=KOORD_API)
 def test_gang_announced_in_lightweight_coscheduling_way() -> None:
     """core/gang_cache_test.go TestGangCache_OnPodAdd: add pod announcing Gang in lightweight-coscheduling way."""
     labels = {f"{SIGS_LABEL}/name": "ganga", f"{SIGS_LABEL}/min-available": "2"}

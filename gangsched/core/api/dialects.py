@@ -15,8 +15,21 @@ X_K8S_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 #: Koordinator gangs defined by pod annotations alone, without a PodGroup object.
 KOORDINATOR_GANG_NAME = "gang.scheduling.koordinator.sh/name"
 KOORDINATOR_MIN_AVAILABLE = "gang.scheduling.koordinator.sh/min-available"
-#: On a PodGroup: JSON list of "namespace/name" PodGroups placed together (a GangGroup).
+#: On a PodGroup (or an annotation gang's pods): JSON list of "namespace/name" gangs placed
+#: together (a GangGroup). Naming it on one side is enough.
 KOORDINATOR_GANG_GROUPS = "gang.scheduling.koordinator.sh/groups"
+#: Which members count toward minMember (once-satisfied | only-waiting | waiting-and-running).
+KOORDINATOR_MATCH_POLICY = "gang.scheduling.koordinator.sh/match-policy"
+#: The same under the older prefix; Koordinator reads it when the first is absent.
+KOORDINATOR_MATCH_POLICY_ALIAS = "pod-group.scheduling.sigs.k8s.io/match-policy"
+#: Strict | NonStrict: what Koordinator does with the reservations of a gang whose member failed.
+KOORDINATOR_GANG_MODE = "gang.scheduling.koordinator.sh/mode"
+#: The gang's expected number of members (informational; at least min-available).
+KOORDINATOR_TOTAL_NUMBER = "gang.scheduling.koordinator.sh/total-number"
+#: scheduler-plugins' retired lightweight coscheduling, still read by Koordinator: pod labels
+#: naming an annotation-style gang and its size (the label size wins over the annotation).
+LIGHTWEIGHT_GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
+LIGHTWEIGHT_MIN_AVAILABLE = "pod-group.scheduling.sigs.k8s.io/min-available"
 
 #: API group of a PodGroup object -> its dialect.
 POD_GROUP_API_GROUPS: dict[str, Dialect] = {

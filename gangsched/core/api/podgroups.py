@@ -7,13 +7,18 @@ honour each one's semantics so that the same objects mean the same thing here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child, type_name
-from gangsched.core.api.dialects import KOORDINATOR_GANG_GROUPS, POD_GROUP_API_GROUPS, api_group
+from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child
+from gangsched.core.api.dialects import POD_GROUP_API_GROUPS, api_group
 from gangsched.core.api.errors import InvalidObject, show
+from gangsched.core.api.koordinator import (
+    read_gang_group,
+    read_match_policy,
+    read_mode,
+    read_total_number,
+)
 from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver, UnknownPriorityClass
 from gangsched.core.api.types import RawPodGroup
 from gangsched.core.model import Dialect, DisruptionMode, GroupRef, PodGroup, PriorityClass
@@ -109,41 +114,14 @@ def _read_crd(
         group.disruption_mode = _CRD_DISRUPTION_MODES[mode]
     else:
         r.add("spec.disruptionMode", f"unknown disruptionMode {show(mode)}; use Single or All")
+    # Koordinator's gang annotations on its PodGroups.
     annotations = r.string_map(r.metadata.get("annotations"), "metadata.annotations")
-    if KOORDINATOR_GANG_GROUPS in annotations:
-        group.gang_group = _read_gang_group(r, annotations[KOORDINATOR_GANG_GROUPS], group.ref)
-
-
-def _read_gang_group(r: Reader, raw: str, own: GroupRef) -> tuple[GroupRef, ...]:
-    """Koordinator's GangGroup: the listed PodGroups (self included) are placed all at once.
-
-    A list naming only the group itself bundles nothing, so it yields () like no annotation.
-    """
-    field = child("metadata.annotations", KOORDINATOR_GANG_GROUPS)
-    hint = 'must be a JSON list of "namespace/name" strings, e.g. ["default/a", "default/b"]'
-    try:
-        entries = json.loads(raw) if raw.strip() else []
-    except ValueError:
-        r.add(field, f"{show(raw)} {hint}")
-        return ()
-    if not isinstance(entries, list):
-        r.add(field, f"{hint}; got a JSON {type_name(entries)}")
-        return ()
-    refs: list[GroupRef] = []
-    for entry in entries:
-        if not isinstance(entry, str):
-            r.add(field, f"{show(entry)}: {hint}")
-            continue
-        namespace, _, name = entry.rpartition("/")
-        if not name or "/" in namespace or (entry.count("/") == 1 and not namespace):
-            r.add(field, f'{show(entry)} is not a valid "namespace/name"')
-            continue
-        ref = GroupRef(dialect=own.dialect, namespace=namespace or own.namespace, name=name)
-        if ref not in refs:
-            refs.append(ref)
-    if own not in refs:
-        refs.append(own)
-    return tuple(refs) if len(refs) > 1 else ()
+    group.gang_group = read_gang_group(r, annotations, group.ref)
+    group.match_policy = read_match_policy(r, annotations)
+    group.gang_mode = read_mode(r, annotations)
+    group.total_number = read_total_number(
+        r, annotations, minimum=min_member, minimum_name="spec.minMember"
+    )
 
 
 def _read_upstream(

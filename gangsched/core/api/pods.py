@@ -13,11 +13,12 @@ from typing import Any
 from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child, item
 from gangsched.core.api.dialects import (
     KOORDINATOR_GANG_NAME,
-    KOORDINATOR_MIN_AVAILABLE,
+    LIGHTWEIGHT_GANG_NAME,
     SIGS_POD_GROUP_LABEL,
     X_K8S_POD_GROUP_LABEL,
 )
 from gangsched.core.api.errors import show
+from gangsched.core.api.koordinator import read_annotation_gang
 from gangsched.core.api.nodes import TAINT_EFFECTS
 from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver, UnknownPriorityClass
 from gangsched.core.api.selectors import read_label_selector, read_node_selector_term
@@ -26,6 +27,7 @@ from gangsched.core.labels import LabelSelector, NodeSelectorTerm, Requirement
 from gangsched.core.model import (
     PREEMPT_LOWER_PRIORITY,
     Dialect,
+    GangAnnotations,
     GroupRef,
     HostPort,
     NodeConstraints,
@@ -77,7 +79,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
     spread = _read_spread(r, spec.get("topologySpreadConstraints"), labels)
 
     priority, class_name, policy = _read_priority(r, spec, priorities)
-    group, min_available = _read_group(r, spec, labels, annotations)
+    group, gang_annotations = _read_group(r, spec, labels, annotations)
     phase = r.choice(status.get("phase"), "status.phase", POD_PHASES, "Pending")
     node_name = r.string(spec.get("nodeName"), "spec.nodeName") or None
     nominated = r.string(status.get("nominatedNodeName"), "status.nominatedNodeName") or None
@@ -115,7 +117,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         created=created or 0.0,
         terminating=deleted is not None or meta.get("deletionTimestamp") is not None,
         group=group,
-        annotation_min_available=min_available,
+        gang_annotations=gang_annotations,
         owner=owner,
         volume_claims=volume_claims,
         scheduling_gates=gates,
@@ -553,17 +555,19 @@ def _read_group(
     spec: Mapping[str, Any],
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
-) -> tuple[GroupRef | None, int | None]:
+) -> tuple[GroupRef | None, GangAnnotations | None]:
     """Which PodGroup the pod belongs to, in order of precedence.
 
-    The upstream field is authoritative where it is set; then the sigs label (Koordinator
-    gives it precedence over its own annotation), the x-k8s label, the Koordinator annotation.
+    The upstream field is authoritative where it is set; then Koordinator's order: the sigs
+    label (a PodGroup object), the lightweight-coscheduling name label, the gang annotation
+    (both annotation gangs); the x-k8s label before the annotation.
     """
     scheduling_group = r.mapping(spec.get("schedulingGroup"), "spec.schedulingGroup")
     upstream = r.string(scheduling_group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
     candidates = (
         (Dialect.UPSTREAM, upstream),
         (Dialect.SIGS, labels.get(SIGS_POD_GROUP_LABEL, "")),
+        (Dialect.KOORDINATOR, labels.get(LIGHTWEIGHT_GANG_NAME, "")),
         (Dialect.X_K8S, labels.get(X_K8S_POD_GROUP_LABEL, "")),
         (Dialect.KOORDINATOR, annotations.get(KOORDINATOR_GANG_NAME, "")),
     )
@@ -573,20 +577,5 @@ def _read_group(
         ref = GroupRef(dialect=dialect, namespace=r.namespace, name=name)
         if dialect is not Dialect.KOORDINATOR:
             return ref, None
-        return ref, _read_min_available(r, annotations.get(KOORDINATOR_MIN_AVAILABLE))
+        return ref, read_annotation_gang(r, labels, annotations, ref)
     return None, None
-
-
-def _read_min_available(r: Reader, raw: str | None) -> int | None:
-    if raw is None or raw == "":
-        return None
-    field = child("metadata.annotations", KOORDINATOR_MIN_AVAILABLE)
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        r.add(field, f"{show(raw)} must be a whole number of pods")
-        return None
-    if value < 1:
-        r.add(field, f"must be at least 1, got {value}")
-        return None
-    return value
