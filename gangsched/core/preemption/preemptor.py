@@ -48,6 +48,10 @@ DISABLED_MESSAGE = "preemption is disabled for this group (preemptionPolicy: Nev
 NO_VICTIMS_REASON = "no lower-priority victims"
 
 
+#: kube-scheduler's PodGroup message while earlier victims still terminate.
+ONGOING_MESSAGE = "pod group preemption: ongoing preemption on nominated nodes"
+
+
 def cannot_help(reason: str) -> str:
     return f"preemption cannot help: {reason}"
 
@@ -103,7 +107,8 @@ class WorkloadPreemptor:
         terminating = terminating_victims(gang, cluster, priority)
         if terminating:
             return self._outcome(
-                True, f"waiting for {terminating} preemption victim(s) to terminate"
+                True,
+                f"{ONGOING_MESSAGE} (waiting for {terminating} preemption victim(s) to terminate)",
             )
         snap = cluster.snapshot
         mark = snap.checkpoint()
@@ -171,8 +176,10 @@ class WorkloadPreemptor:
         decisions = build_decisions(gang, found, cluster, priority, message)
         victims = sorted(found.pods, key=lambda pod: pod.key)
         nodes = {pod.node_name for pod in victims}
+        # kube-scheduler's words first (the PodGroup condition carries them), then ours.
         summary = (
-            f"preempting {len(victims)} pod(s) on {len(nodes)} node(s) "
+            f"pod group preemption: found a placement for podgroup, preempting "
+            f"{len(victims)} victims on {len(nodes)} node(s) "
             f"({found.name}; {found.cost.pdb_violations} PodDisruptionBudget violation(s)); "
             f"{len(found.placements)} pod(s) nominated"
         )

@@ -476,7 +476,10 @@ def test_waits_for_terminating_victims(strategy: str) -> None:
     )
     outcome, _ = preempt(state, ref("g"), strategy)
     assert outcome.started
-    assert outcome.message == "waiting for 1 preemption victim(s) to terminate"
+    assert outcome.message == (
+        "pod group preemption: ongoing preemption on nominated nodes "
+        "(waiting for 1 preemption victim(s) to terminate)"
+    )
     assert outcome.decisions == []
     assert state.snapshot.nominated.keys() == {"default/g-1", "default/g-2"}
 
