@@ -43,10 +43,6 @@ VICTIM_AWARE = (
     "(LeastAllocated), and reprieves only around that placement; upstream's victim-aware "
     "scoring places them where the fewest victims make room"
 )
-CONDITION_MESSAGE = (
-    "issue 19 item 6: the group's message while preempting is not kube-scheduler's "
-    "(pod group preemption: found a placement for podgroup, preempting N victims)"
-)
 
 
 def n(name: str, cpu: str, labels: Mapping[str, str] | None = None) -> Manifest:
@@ -824,7 +820,6 @@ def test_victim_aware_scoring_reuses_leftover_capacity_of_a_large_victim(
     )
 
 
-@pytest.mark.xfail(strict=True, reason=CONDITION_MESSAGE)
 def test_podgroup_preemption_status(strategy: list[str]) -> None:
     """podgrouppreemption_test.go TestPodGroupPreemptionStatus: while its victim terminates, the group reports Unschedulable with the quorum and the preemption in its message."""
     sc = Scenario(args=strategy)

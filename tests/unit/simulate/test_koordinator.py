@@ -73,7 +73,7 @@ def test_lightweight_labels_make_a_gang(tmp_path: Path) -> None:
     code, result = simulate(tmp_path, NODE + pods("lw", 2, meta))
     assert code == 0 and isinstance(result, dict)
     assert result["bound"] == {}
-    assert "minMember 3" in result["unschedulable"]["default/lw-0"]
+    assert "minMember 3" in result["waiting"]["default/lw-0"]
     code, result = simulate(tmp_path, NODE + pods("lw", 3, meta))
     assert code == 0 and isinstance(result, dict)
     assert len(result["bound"]) == 3
