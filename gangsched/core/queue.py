@@ -1,7 +1,8 @@
 """The scheduling queue of gangs: active, backoff and unschedulable, as in kube-scheduler.
 
-Pure and clock-free: callers pass `now`. Gangs are ordered by priority, then age, then name,
-so a high-priority gang is never stuck behind a low one; a gang that cannot be placed goes to
+Pure and clock-free: callers pass `now`. Gangs are ordered by priority, then a timestamp,
+then a name, which each dialect's rules supply (core/queue_order.py), so a high-priority
+gang is never stuck behind a low one; a gang that cannot be placed goes to
 the unschedulable pool and comes back only when the cluster changes in a way that may help
 (or after a flush interval), so it never blocks the others.
 """
@@ -28,6 +29,7 @@ class _Entry:
     ref: GroupRef
     priority: int
     created: float
+    name: str
     state: State = State.ACTIVE
     attempts: int = 0
     ready_at: float = 0.0
@@ -54,15 +56,25 @@ class SchedulingQueue:
     def __contains__(self, ref: GroupRef) -> bool:
         return ref in self._entries
 
-    def add(self, ref: GroupRef, *, priority: int, created: float, now: float = 0.0) -> None:
-        """A gang has pending pods. New gangs become active; known ones keep their state."""
+    def add(
+        self,
+        ref: GroupRef,
+        *,
+        priority: int,
+        created: float,
+        name: str | None = None,
+        now: float = 0.0,
+    ) -> None:
+        """A gang has pending pods. New gangs become active; known ones keep their state.
+        `created` and `name` order gangs of equal priority (`name` defaults to the ref's)."""
+        order_name = ref.key if name is None else name
         entry = self._entries.get(ref)
         if entry is None:
-            entry = _Entry(ref, priority, created, since=now)
+            entry = _Entry(ref, priority, created, order_name, since=now)
             self._entries[ref] = entry
             self._push(entry)
-        elif entry.priority != priority or entry.created != created:
-            entry.priority, entry.created = priority, created
+        elif (entry.priority, entry.created, entry.name) != (priority, created, order_name):
+            entry.priority, entry.created, entry.name = priority, created, order_name
             if entry.state is State.ACTIVE:
                 self._push(entry)
 
@@ -211,5 +223,5 @@ class SchedulingQueue:
         self._seq += 1
         entry.seq = self._seq
         heapq.heappush(
-            self._heap, (-entry.priority, entry.created, entry.ref.key, entry.seq, entry.ref)
+            self._heap, (-entry.priority, entry.created, entry.name, entry.seq, entry.ref)
         )

@@ -35,6 +35,7 @@ from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef, MatchPolicy, Pod, PodGroup
 from gangsched.core.plugins import ScoringConfig, build_framework
 from gangsched.core.queue import SchedulingQueue
+from gangsched.core.queue_order import queue_position
 from gangsched.core.status import Code
 
 SCHEDULED = "scheduled"
@@ -124,14 +125,21 @@ class Scheduler:
         """Make sure every gang with pending pods is in the queue; drop the others."""
         keys = {self.unit_key(ref) for ref in self.cluster.pending_refs()}
         for key in keys:
-            gang = self.gang(key)
-            self.queue.add(key, priority=gang.priority, created=self._created(gang), now=now)
+            self._enqueue(self.gang(key), now)
 
     def enqueue_pod(self, pod: Pod, now: float = 0.0) -> None:
         if self.cluster.is_pending(pod):
-            key = self.unit_key(self.cluster.group_of(pod))
-            gang = self.gang(key)
-            self.queue.add(key, priority=gang.priority, created=self._created(gang), now=now)
+            self._enqueue(self.gang(self.unit_key(self.cluster.group_of(pod))), now)
+
+    def _enqueue(self, gang: Gang, now: float) -> None:
+        position = queue_position(gang)
+        self.queue.add(
+            gang.key,
+            priority=position.priority,
+            created=position.timestamp,
+            name=position.name,
+            now=now,
+        )
 
     def gang(self, key: GroupRef) -> Gang:
         parts: list[GangMember] = []
@@ -401,12 +409,6 @@ class Scheduler:
             decisions=decisions,
             pods=[p.key for p in gang.pending],
         )
-
-    @staticmethod
-    def _created(gang: Gang) -> float:
-        times = [part.group.created for part in gang.parts if part.group.created]
-        times += [pod.created for pod in gang.pending]
-        return min(times, default=0.0)
 
 
 def _scheduled_event(gang: Gang, assigned: list[tuple[Pod, str]]) -> Event:

@@ -15,9 +15,6 @@ from tests.conformance.harness import Manifest, Scenario, node, pod, upstream_gr
 
 SOURCE = "kube-scheduler `test/integration/scheduler/podgroup/podgroup_test.go`"
 ZONE = "topology.kubernetes.io/zone"
-QUEUE_ORDER = (
-    "issue 19 item 2: upstream groups are queued by PodGroup age, not by their pods' creation time"
-)
 
 
 def cluster() -> Scenario:
@@ -117,7 +114,6 @@ def test_min_count_scheduled_one_pod_unschedulable_until_resources_are_released(
     sc.assert_scheduled("p1", "p2", "p3", "p4")
 
 
-@pytest.mark.xfail(strict=True, reason=QUEUE_ORDER)
 def test_two_gangs_competing_do_not_deadlock_reversed_order() -> None:
     """podgroup_test.go TestPodGroupScheduling: two gangs competing for the same resources shouldn't deadlock, reversed order."""
     sc = cluster()
