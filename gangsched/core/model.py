@@ -180,6 +180,23 @@ class PodVolumeClaim:
     read_only: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PodClaim:
+    """One entry of spec.resourceClaims: a named claim, or one generated from a template."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+    #: Template claims: the generated claim's name from status.resourceClaimStatuses; None
+    #: while the resourceclaim controller has not created it, "" when it needed no claim.
+    generated_name: str | None = None
+
+    @property
+    def resolved_name(self) -> str | None:
+        """The ResourceClaim's name, "" when none is needed, None when not known yet."""
+        return self.claim_name if self.claim_name else self.generated_name
+
+
 @dataclass(slots=True)
 class Node:
     name: str
@@ -228,6 +245,8 @@ class Pod:
     #: Spec features gangsched cannot place yet, as users name them (e.g. "spec.resourceClaims
     #: (Dynamic Resource Allocation)"): the pod is refused on every node, never bound.
     unsupported: tuple[str, ...] = ()
+    #: spec.resourceClaims (Dynamic Resource Allocation).
+    claims: tuple[PodClaim, ...] = ()
 
     @property
     def key(self) -> str:

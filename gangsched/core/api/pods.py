@@ -33,6 +33,7 @@ from gangsched.core.model import (
     NodeConstraints,
     Pod,
     PodAffinityTerm,
+    PodClaim,
     PodVolumeClaim,
     PreferredNodeTerm,
     Toleration,
@@ -95,6 +96,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         # The API server refuses this combination at creation (KEP-3521).
         r.add("spec.nodeName", "cannot be set until all schedulingGates have been cleared")
     unsupported = _unsupported(r, spec)
+    claims = _read_resource_claims(r, spec, status)
     r.done()
     return Pod(
         namespace=r.namespace,
@@ -123,14 +125,13 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         scheduling_gates=gates,
         os_name=os_name,
         unsupported=unsupported,
+        claims=claims,
     )
 
 
 def _unsupported(r: Reader, spec: Mapping[str, Any]) -> tuple[str, ...]:
     """What the pod asks for that gangsched cannot honour yet (see plugins/unsupported.py)."""
-    found = []
-    if r.items(spec.get("resourceClaims"), "spec.resourceClaims"):
-        found.append("spec.resourceClaims (Dynamic Resource Allocation)")
+    found: list[str] = []  # spec.resourceClaims are placed since DRA (gangsched.core.dra)
     return tuple(found)
 
 
@@ -185,6 +186,57 @@ def _read_volume_claims(r: Reader, raw: Any) -> tuple[PodVolumeClaim, ...]:
             else:
                 out.append(PodVolumeClaim(volume=name, claim=f"{r.name}-{name}", ephemeral=True))
     return tuple(out)
+
+
+# -- dynamic resource allocation ----------------------------------------------------------------
+def _read_resource_claims(
+    r: Reader, spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> tuple[PodClaim, ...]:
+    """spec.resourceClaims, with the generated names from status.resourceClaimStatuses."""
+    generated: dict[str, str] = {}
+    status_field = "status.resourceClaimStatuses"
+    for index, entry in enumerate(r.items(status.get("resourceClaimStatuses"), status_field)):
+        entry_field = item(status_field, index)
+        body = r.mapping(entry, entry_field)
+        name = r.string(body.get("name"), child(entry_field, "name"))
+        generated[name] = r.string(
+            body.get("resourceClaimName"), child(entry_field, "resourceClaimName")
+        )
+    claims = []
+    seen: set[str] = set()
+    field = "spec.resourceClaims"
+    for index, entry in enumerate(r.items(spec.get("resourceClaims"), field)):
+        entry_field = item(field, index)
+        body = r.mapping(entry, entry_field)
+        name = r.string(body.get("name"), child(entry_field, "name"))
+        claim_name = r.string(
+            body.get("resourceClaimName"), child(entry_field, "resourceClaimName")
+        )
+        template = r.string(
+            body.get("resourceClaimTemplateName"), child(entry_field, "resourceClaimTemplateName")
+        )
+        if not name:
+            r.add(child(entry_field, "name"), "is required")
+            continue
+        if name in seen:
+            r.add(child(entry_field, "name"), f"duplicate resource claim name {show(name)}")
+            continue
+        seen.add(name)
+        if bool(claim_name) == bool(template):
+            r.add(
+                entry_field,
+                "exactly one of resourceClaimName, resourceClaimTemplateName is required",
+            )
+            continue
+        claims.append(
+            PodClaim(
+                name=name,
+                claim_name=claim_name,
+                template_name=template,
+                generated_name=generated.get(name) if template else None,
+            )
+        )
+    return tuple(claims)
 
 
 # -- resources and ports ------------------------------------------------------------------------

@@ -7,11 +7,12 @@ from gangsched.core.decisions import Bind
 from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, Scheduler
 from tests.builders import cluster, gang_pods, group, node
 
-CLAIMS = "spec.resourceClaims (Dynamic Resource Allocation)"
+CLAIMS = "spec.someFeature (a feature gangsched cannot place)"
 MESSAGE = f"0/2 nodes are available: gangsched does not support {CLAIMS} yet."
 
 
-def test_a_pod_with_resource_claims_is_read_as_unsupported() -> None:
+def test_a_pod_with_resource_claims_is_no_longer_unsupported() -> None:
+    """Since DRA (gangsched.core.dra) resource claims are read and allocated."""
     raw = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -21,9 +22,9 @@ def test_a_pod_with_resource_claims_is_read_as_unsupported() -> None:
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "two-gpus"}],
         },
     }
-    assert pod_from_raw(raw, priorities=PriorityResolver()).unsupported == (CLAIMS,)
-    del raw["spec"]["resourceClaims"]  # type: ignore[attr-defined]
-    assert pod_from_raw(raw, priorities=PriorityResolver()).unsupported == ()
+    pod = pod_from_raw(raw, priorities=PriorityResolver())
+    assert pod.unsupported == ()
+    assert [(c.name, c.template_name) for c in pod.claims] == [("gpu", "two-gpus")]
 
 
 def test_a_gang_needing_an_unsupported_member_binds_nothing() -> None:
