@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from gangsched.core.api.dialects import (
@@ -29,6 +30,16 @@ from gangsched.core.api.dialects import (
     X_K8S_POD_GROUP_LABEL,
 )
 from gangsched.core.cluster import ClusterState
+from gangsched.core.dra.model import (
+    ClaimSpec,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    ExactRequest,
+    MatchAttribute,
+    ResourceClaim,
+    ResourceSlice,
+)
 from gangsched.core.labels import LabelSelector, NodeSelectorTerm, Requirement
 from gangsched.core.model import (
     Dialect,
@@ -40,6 +51,7 @@ from gangsched.core.model import (
     NodeConstraints,
     Pod,
     PodAffinityTerm,
+    PodClaim,
     PodGroup,
     PodVolumeClaim,
     PreferredNodeTerm,
@@ -705,3 +717,61 @@ def raw_resource_claim(
 def pod_claim(claim: str, *, name: str | None = None) -> JSON:
     """A pod spec `resourceClaims` entry: raw_pod(resourceClaims=[pod_claim("c")])."""
     return {"name": name or claim, "resourceClaimName": claim}
+
+
+# -- Dynamic Resource Allocation ---------------------------------------------------------------
+GPU_DRIVER = "gpu.example.com"
+GPU_CLASS = "gpu.example.com"
+NVLINK = f"{GPU_DRIVER}/nvlinkDomain"
+
+
+def gpu_class(name: str = GPU_CLASS, *selectors: str) -> DeviceClass:
+    return DeviceClass(name=name, selectors=(f'device.driver == "{GPU_DRIVER}"', *selectors))
+
+
+def gpu_slice(
+    node_name: str, gpus: int = 8, *, domains: int = 2, model: str = "A100", memory_gib: int = 40
+) -> ResourceSlice:
+    """`gpus` GPUs on one node in `domains` NVLink domains of equal size."""
+    per_domain = max(1, gpus // max(domains, 1))
+    return ResourceSlice(
+        name=f"{node_name}-{GPU_DRIVER}",
+        driver=GPU_DRIVER,
+        pool=node_name,
+        generation=1,
+        slice_count=1,
+        node_name=node_name,
+        devices=[
+            Device(
+                name=f"gpu-{i}",
+                attributes={
+                    f"{GPU_DRIVER}/model": model,
+                    NVLINK: f"{node_name}-nvl{i // per_domain}",
+                    f"{GPU_DRIVER}/index": i,
+                },
+                capacity={f"{GPU_DRIVER}/memory": Fraction(memory_gib * GIB)},
+            )
+            for i in range(gpus)
+        ],
+    )
+
+
+def gpu_claim_spec(
+    count: int, *, selectors: tuple[str, ...] = (), same_domain: bool = False
+) -> ClaimSpec:
+    request = DeviceRequest(
+        name="gpus",
+        exactly=ExactRequest(name="gpus", class_name=GPU_CLASS, selectors=selectors, count=count),
+    )
+    constraints = (MatchAttribute(attribute=NVLINK),) if same_domain else ()
+    return ClaimSpec(requests=(request,), constraints=constraints)
+
+
+def resource_claim(name: str, spec: ClaimSpec, *, namespace: str = "default") -> ResourceClaim:
+    return ResourceClaim(namespace=namespace, name=name, uid=f"uid-claim-{name}", spec=spec)
+
+
+def with_resource_claims(p: Pod, *claim_names: str) -> Pod:
+    """The pod uses the named ResourceClaims (spec.resourceClaims[].resourceClaimName)."""
+    p.claims = tuple(PodClaim(name=f"c{i}", claim_name=n) for i, n in enumerate(claim_names))
+    return p

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gangsched.core.dra.state import DraState
 from gangsched.core.model import (
     Dialect,
     DisruptionBudget,
@@ -38,6 +39,9 @@ class ClusterState:
     members: defaultdict[GroupRef, dict[str, Pod]] = field(
         default_factory=lambda: defaultdict(dict)
     )
+    #: Dynamic Resource Allocation; None where the driver cannot write claims back (pods
+    #: with resource claims are then unschedulable, never bound without their devices).
+    dra: DraState | None = None
 
     @classmethod
     def build(
@@ -51,6 +55,7 @@ class ClusterState:
         budgets: Iterable[DisruptionBudget] = (),
         namespaces: dict[str, dict[str, str]] | None = None,
         volumes: VolumeBook | None = None,
+        dra: DraState | None = None,
     ) -> ClusterState:
         state = cls(scheduler_name=scheduler_name)
         state.nodes = {node.name: node for node in nodes}
@@ -62,6 +67,8 @@ class ClusterState:
         state.snapshot.namespace_labels = dict(namespaces or {})
         if volumes is not None:
             state.snapshot.volumes = volumes
+        state.dra = dra
+        state.snapshot.claims = dra
         for pod in state.pods.values():
             state._index(pod)
             state.snapshot.volumes.pod_changed(None, pod)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gangsched.core.dra.model import Allocation, Consumer
 from gangsched.core.model import GroupRef
 
 
@@ -41,6 +42,20 @@ class SelectNode:
     node: str
     claim: str
     claim_uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class AllocateClaim:
+    """Dynamic Resource Allocation, written before any Bind of the same report: the finalizer
+    `resource.kubernetes.io/delete-protection`, `status.allocation` (when `allocation` is set:
+    the claim was allocated in this cycle) and the pods to add to `status.reservedFor`."""
+
+    claim: str  # namespace/name
+    uid: str
+    allocation: Allocation | None
+    reserve: tuple[Consumer, ...]
+    #: The claim's resourceVersion when decided (optimistic concurrency for the write).
+    resource_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,4 +115,14 @@ class GroupOutcome:
 #: Write-backs that must be confirmed before the pods they serve are bound.
 VolumeDecision = BindVolume | SelectNode
 
-Decision = Bind | BindVolume | SelectNode | Nominate | SetCondition | Evict | Event | GroupOutcome
+Decision = (
+    Bind
+    | BindVolume
+    | SelectNode
+    | AllocateClaim
+    | Nominate
+    | SetCondition
+    | Evict
+    | Event
+    | GroupOutcome
+)

@@ -282,6 +282,9 @@ class Scheduler:
     # -------------------------------------------------------------------------------- results
     def _scheduled(self, gang: Gang, result: CycleResult, pods: list[str]) -> CycleReport:
         decisions: list[Decision] = []
+        if self.cluster.dra is not None:
+            # Claims are written (allocation, reservedFor) before any pod of the gang binds.
+            decisions.extend(self.cluster.dra.take_decisions())
         placed: set[str] = set()
         assigned: list[tuple[Pod, str]] = []
         book = self.cluster.snapshot.volumes

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,21 @@ FloatMatrix = npt.NDArray[np.float64]
 _ADD, _REMOVE, _NOMINATE, _UNNOMINATE = range(4)
 #: A journal entry: a placement change, or an undo registered by a capability's planner.
 _Entry = tuple[int, Pod, int] | Callable[[], None]
+
+
+class ClaimHook(Protocol):
+    """Resource claims that follow pods in and out of the snapshot (Dynamic Resource
+    Allocation): assuming a pod allocates and reserves its claims, removing a bound pod in a
+    preemption dry run frees the devices of claims only it used. Each call that changed
+    something returns True and is undone, in reverse order, by one `undo`."""
+
+    def assume(self, pod: Pod, node: Node) -> bool: ...
+
+    def release(self, pod: Pod) -> bool: ...
+
+    def undo(self) -> None: ...
+
+    def commit(self) -> None: ...
 
 
 @dataclass(slots=True)
@@ -64,6 +79,8 @@ class Snapshot:
     anti_affinity_pods: dict[str, tuple[Pod, int]] = field(default_factory=dict)
     #: Per node, the placed pods holding host ports: NodePorts reads only these.
     port_holders: dict[int, dict[str, Pod]] = field(default_factory=dict)
+    #: Resource claims (DRA), when the cluster has any support for them.
+    claims: ClaimHook | None = None
 
     # ----------------------------------------------------------------------------- building
     @classmethod
@@ -234,6 +251,8 @@ class Snapshot:
         self._journal.append((_ADD, pod, node))
         if pod.volume_claims:
             self.volumes.reserve(self, pod, node)
+        if pod.claims and self.claims is not None and self.claims.assume(pod, self.nodes[node]):
+            self.record_undo(self.claims.undo)
 
     def record_undo(self, undo: Callable[[], None]) -> None:
         """Journal a change outside the placement matrices; `rollback` calls `undo`."""
@@ -253,6 +272,8 @@ class Snapshot:
     def remove_at(self, pod: Pod, node: int) -> None:
         self._unplace(pod, node)
         self._journal.append((_REMOVE, pod, node))
+        if pod.claims and self.claims is not None and self.claims.release(pod):
+            self.record_undo(self.claims.undo)
 
     def nominate(self, pod: Pod, node: int) -> None:
         previous = self.nominated.get(pod.key)
@@ -288,6 +309,8 @@ class Snapshot:
     def commit(self) -> None:
         """Keep everything assumed since the last commit."""
         self._journal.clear()
+        if self.claims is not None:
+            self.claims.commit()
 
     # ------------------------------------------------------------ untracked (cache) updates
     def place(self, pod: Pod, node: int) -> None:

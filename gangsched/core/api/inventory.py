@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gangsched.core.api.priority import PriorityResolver
+from gangsched.core.dra.model import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from gangsched.core.model import DisruptionBudget, Node, Pod, PodGroup, PriorityClass
 from gangsched.core.volumes.book import VolumeBook
 
@@ -28,6 +34,11 @@ class Inventory:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     #: PVCs, PVs, StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities.
     volumes: VolumeBook = field(default_factory=VolumeBook)
+    #: Dynamic Resource Allocation (resource.k8s.io/v1).
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
 
     @property
     def priorities(self) -> PriorityResolver:

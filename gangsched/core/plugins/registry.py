@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gangsched.core.framework import FilterPlugin, Framework, ScorePlugin
 from gangsched.core.plugins.balanced_allocation import BalancedAllocation
+from gangsched.core.plugins.dynamic_resources import DynamicResources
 from gangsched.core.plugins.inter_pod_affinity import InterPodAffinity
 from gangsched.core.plugins.least_allocated import LeastAllocated
 from gangsched.core.plugins.most_allocated import MostAllocated
@@ -66,6 +67,7 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
         VolumeZone(),
         PodTopologySpread(),
         InterPodAffinity(),
+        DynamicResources(),
     ]
     fit: ScorePlugin = (
         MostAllocated(config.resources)

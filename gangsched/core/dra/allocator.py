@@ -1,0 +1,363 @@
+"""Structured-parameters allocation of a set of claims on one node (pure, deterministic).
+
+Semantics of k8s.io/dynamic-resource-allocation/structured (stable variant): claims in order,
+requests in order, `firstAvailable` alternatives in order (the first that leads to a full
+solution wins); a device must pass its class's selectors and the request's, must not be in use
+(unless the request has admin access, which only may not take one device twice in a claim),
+must tolerate its NoSchedule/NoExecute taints; `matchAttribute` constraints make every device
+of the named requests share one attribute value. `All` takes every matching device of the
+node and fails when one is in use or a pool it could come from is incomplete.
+
+The search is a depth-first backtracking like upstream's, with two prunings that keep it
+polynomial on real GPU nodes without losing solutions: devices of one request are chosen as
+a combination (increasing positions; the order within a request means nothing), and at each
+choice point a device identical to one already tried there (same fingerprint: same driver,
+attributes, capacity, taints) is skipped, since it would lead to an isomorphic subtree. A
+brute-force property test checks completeness. A step budget bounds pathological cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gangsched.core.dra.cel import DeviceView, SelectorCache
+from gangsched.core.dra.inventory import DeviceEntry, Inventory, NodeDevices
+from gangsched.core.dra.model import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocationMode,
+    AttributeValue,
+    ClaimSpec,
+    DeviceClass,
+    ExactRequest,
+    MatchAttribute,
+)
+
+#: Device choices the search may try for one node before it gives up on that node.
+SEARCH_BUDGET = 50_000
+CANNOT_ALLOCATE = "cannot allocate all claims"
+
+
+class AllocationError(Exception):
+    """A claim that cannot be allocated anywhere as written: a missing class, a selector that
+    does not compile or fails to evaluate, too many devices. Not a node's fault."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimToAllocate:
+    key: str  # namespace/name
+    spec: ClaimSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """One chosen device: `position` indexes the node's device list."""
+
+    request: str  # "<request>" or "<request>/<alternative>"
+    position: int
+    admin_access: bool = False
+
+
+@dataclass(slots=True)
+class Outcome:
+    """Per claim the devices picked, or why the claims do not fit on this node."""
+
+    picks: list[list[Pick]] | None
+    #: The request the search could not get past ("claim ns/x request gpus"), on failure.
+    failed: str = ""
+    exhausted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.picks is not None
+
+    def reason(self) -> str:
+        if self.ok:
+            return ""
+        text = CANNOT_ALLOCATE
+        if self.failed:
+            text += f" ({self.failed})"
+        if self.exhausted:
+            text += "; search budget exhausted"
+        return text
+
+
+@dataclass(slots=True)
+class _Slot:
+    claim: int
+    claim_key: str
+    name: str
+    alternatives: tuple[ExactRequest, ...]
+    prioritized: bool
+
+
+@dataclass(slots=True)
+class _Constraint:
+    rule: MatchAttribute
+    value: tuple[str, AttributeValue] | None = None
+    count: int = 0
+
+    def applies(self, request: str, parent: str) -> bool:
+        scope = self.rule.requests
+        return not scope or parent in scope or request in scope
+
+
+@dataclass(slots=True)
+class _Search:
+    claims: Sequence[ClaimToAllocate]
+    entries: Sequence[DeviceEntry]
+    views: Sequence[DeviceView]
+    node: NodeDevices
+    is_free: Callable[[int], bool]
+    classes: Mapping[str, DeviceClass]
+    selectors: SelectorCache
+    budget: int
+    slots: list[_Slot] = field(default_factory=list)
+    constraints: list[list[_Constraint]] = field(default_factory=list)
+    taken: dict[int, set[int]] = field(default_factory=dict)  # position -> claims
+    picks: list[list[Pick]] = field(default_factory=list)
+    candidates: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    deepest: int = -1
+    exhausted: bool = False
+
+    def run(self) -> Outcome:
+        for index, claim in enumerate(self.claims):
+            self.constraints.append([_Constraint(rule) for rule in claim.spec.constraints])
+            self.picks.append([])
+            for request in claim.spec.requests:
+                self.slots.append(
+                    _Slot(
+                        claim=index,
+                        claim_key=claim.key,
+                        name=request.name,
+                        alternatives=request.alternatives,
+                        prioritized=request.exactly is None,
+                    )
+                )
+        if self._solve(0):
+            return Outcome(picks=[list(p) for p in self.picks])
+        failed = ""
+        if 0 <= self.deepest < len(self.slots):
+            slot = self.slots[self.deepest]
+            failed = f"claim {slot.claim_key} request {slot.name}"
+        return Outcome(picks=None, failed=failed, exhausted=self.exhausted)
+
+    # -- candidates ------------------------------------------------------------------------
+    def _candidates(self, slot_index: int, alt_index: int) -> list[int]:
+        """Positions of the node's devices that satisfy the alternative (selectors, class,
+        taints, support); in-use checks come later because they change during the search."""
+        key = (slot_index, alt_index)
+        found = self.candidates.get(key)
+        if found is not None:
+            return found
+        slot = self.slots[slot_index]
+        alt = slot.alternatives[alt_index]
+        device_class = self.classes.get(alt.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {slot.claim_key} request {slot.name}: "
+                f"device class {alt.class_name} does not exist"
+            )
+        found = []
+        for position, index in enumerate(self.node.devices):
+            entry = self.entries[index]
+            device = entry.device
+            if device.unsupported:
+                continue
+            if not self._selected(slot, device_class.selectors, entry, f"class {alt.class_name}"):
+                continue
+            if not self._selected(slot, alt.selectors, entry, f"claim {slot.claim_key}"):
+                continue
+            if any(
+                taint.effect in ("NoSchedule", "NoExecute")
+                and not any(t.tolerates(taint) for t in alt.tolerations)
+                for taint in device.taints
+            ):
+                continue
+            found.append(position)
+        self.candidates[key] = found
+        return found
+
+    def _selected(
+        self, slot: _Slot, expressions: tuple[str, ...], entry: DeviceEntry, owner: str
+    ) -> bool:
+        fingerprint = entry.device.fingerprint
+        for number, expression in enumerate(expressions):
+            verdict = self.selectors.matches(
+                expression, fingerprint, self.views[fingerprint].to_cel
+            )
+            if isinstance(verdict, str):
+                raise AllocationError(
+                    f"{owner}: selector #{number} on device "
+                    f"{entry.driver}/{entry.pool}/{entry.device.name}: {verdict}"
+                )
+            if not verdict:
+                return False
+        return True
+
+    # -- search ----------------------------------------------------------------------------
+    def _solve(self, slot_index: int) -> bool:
+        if slot_index == len(self.slots):
+            return True
+        self.deepest = max(self.deepest, slot_index)
+        slot = self.slots[slot_index]
+        for alt_index, alt in enumerate(slot.alternatives):
+            request = f"{slot.name}/{alt.name}" if slot.prioritized else slot.name
+            candidates = self._candidates(slot_index, alt_index)
+            if alt.mode is AllocationMode.ALL:
+                if self.node.unusable_pools:
+                    raise AllocationError(
+                        f"claim {slot.claim_key} request {slot.name}: asks for all devices, "
+                        f"but resource pool {self.node.unusable_pools[0]} is currently "
+                        "being updated or invalid"
+                    )
+                if candidates and self._take_all(slot_index, slot, alt, request, candidates):
+                    return True
+                continue
+            if len(self.picks[slot.claim]) + alt.count > ALLOCATION_RESULTS_MAX_SIZE:
+                continue
+            if self._choose(
+                slot_index,
+                slot,
+                alt=alt,
+                request=request,
+                candidates=candidates,
+                start=0,
+                need=alt.count,
+            ):
+                return True
+        return False
+
+    def _choose(
+        self,
+        slot_index: int,
+        slot: _Slot,
+        *,
+        alt: ExactRequest,
+        request: str,
+        candidates: list[int],
+        start: int,
+        need: int,
+    ) -> bool:
+        if need == 0:
+            return self._solve(slot_index + 1)
+        tried: set[int] = set()
+        for i in range(start, len(candidates)):
+            if len(candidates) - i < need:
+                return False
+            if self.budget <= 0:
+                self.exhausted = True
+                return False
+            position = candidates[i]
+            fingerprint = self.entries[self.node.devices[position]].device.fingerprint
+            if fingerprint in tried or not self._usable(position, slot.claim, alt):
+                continue
+            tried.add(fingerprint)
+            self.budget -= 1
+            if not self._add(slot.claim, request, slot.name, position, alt):
+                continue
+            if self._choose(
+                slot_index,
+                slot,
+                alt=alt,
+                request=request,
+                candidates=candidates,
+                start=i + 1,
+                need=need - 1,
+            ):
+                return True
+            self._remove(slot.claim, request, slot.name, position)
+        return False
+
+    def _take_all(
+        self, slot_index: int, slot: _Slot, alt: ExactRequest, request: str, candidates: list[int]
+    ) -> bool:
+        if len(self.picks[slot.claim]) + len(candidates) > ALLOCATION_RESULTS_MAX_SIZE:
+            raise AllocationError(
+                f"claim {slot.claim_key} request {slot.name}: {len(candidates)} devices exceed "
+                f"the limit of {ALLOCATION_RESULTS_MAX_SIZE} per claim"
+            )
+        added: list[int] = []
+        ok = True
+        for position in candidates:
+            if not self._usable(position, slot.claim, alt) or not self._add(
+                slot.claim, request, slot.name, position, alt
+            ):
+                ok = False
+                break
+            added.append(position)
+        if ok and self._solve(slot_index + 1):
+            return True
+        for position in reversed(added):
+            self._remove(slot.claim, request, slot.name, position)
+        return False
+
+    def _usable(self, position: int, claim: int, alt: ExactRequest) -> bool:
+        holders = self.taken.get(position)
+        if alt.admin_access:
+            return not holders or claim not in holders
+        return not holders and self.is_free(self.node.devices[position])
+
+    def _add(self, claim: int, request: str, parent: str, position: int, alt: ExactRequest) -> bool:
+        device = self.entries[self.node.devices[position]].device
+        bound: list[_Constraint] = []
+        for constraint in self.constraints[claim]:
+            if not constraint.applies(request, parent):
+                continue
+            value = _attribute(device.attributes, constraint.rule.attribute)
+            if value is None or (constraint.value is not None and constraint.value != value):
+                for undo in bound:
+                    undo.count -= 1
+                    if not undo.count:
+                        undo.value = None
+                return False
+            constraint.value = value
+            constraint.count += 1
+            bound.append(constraint)
+        self.taken.setdefault(position, set()).add(claim)
+        self.picks[claim].append(Pick(request, position, alt.admin_access))
+        return True
+
+    def _remove(self, claim: int, request: str, parent: str, position: int) -> None:
+        for constraint in self.constraints[claim]:
+            if constraint.applies(request, parent):
+                constraint.count -= 1
+                if not constraint.count:
+                    constraint.value = None
+        holders = self.taken[position]
+        holders.discard(claim)
+        if not holders:
+            del self.taken[position]
+        self.picks[claim].pop()
+
+
+def _attribute(
+    attributes: Mapping[str, AttributeValue], name: str
+) -> tuple[str, AttributeValue] | None:
+    value = attributes.get(name)
+    return None if value is None else (type(value).__name__, value)
+
+
+def allocate(
+    claims: Sequence[ClaimToAllocate],
+    *,
+    inventory: Inventory,
+    node: NodeDevices,
+    is_free: Callable[[int], bool],
+    classes: Mapping[str, DeviceClass],
+    selectors: SelectorCache,
+    budget: int = SEARCH_BUDGET,
+) -> Outcome:
+    """Allocate `claims` together from `node`'s devices; raises AllocationError for claims
+    that cannot be allocated on any node as written."""
+    search = _Search(
+        claims=claims,
+        entries=inventory.entries,
+        views=inventory.kinds.views,
+        node=node,
+        is_free=is_free,
+        classes=classes,
+        selectors=selectors,
+        budget=budget,
+    )
+    return search.run()

@@ -1,0 +1,471 @@
+"""The cluster's DRA state for the scheduler: objects, devices in use, and in-flight claims.
+
+One instance lives in `ClusterState` and is the snapshot's claim hook: when the cycle assumes a
+pod on a node, its unallocated claims are allocated there at once (journaled like the pod), so
+the next gang member sees those devices taken and a claim shared by several members is
+allocated once and only reserved by the others. A rollback undoes both. When the cycle's
+result is committed the allocations become the claims' assumed state and are handed out as
+`AllocateClaim` decisions, which the edge writes before binding any pod.
+
+Answers are cached by what decides them: the node's devices (their kinds and whether each is
+free) and the claim specs to allocate. Identical nodes and identical gang members (claims from
+one template) then share one allocator run; a node's signature changes only when one of its
+devices is taken or freed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from gangsched.core.api.inventory import Inventory as ApiInventory
+from gangsched.core.decisions import AllocateClaim
+from gangsched.core.dra.allocator import (
+    AllocationError,
+    ClaimToAllocate,
+    Outcome,
+    Pick,
+    allocate,
+)
+from gangsched.core.dra.cel import SelectorCache
+from gangsched.core.dra.inventory import DeviceKinds, Inventory, NodeDevices
+from gangsched.core.dra.model import (
+    RESERVED_FOR_MAX_SIZE,
+    Allocation,
+    Consumer,
+    DeviceClass,
+    DeviceResult,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from gangsched.core.labels import NodeSelectorTerm, Requirement
+from gangsched.core.model import Node, Pod
+
+
+class ClaimProblem(Exception):
+    """The pod's claims cannot be used as they are (missing, not generated yet, being
+    deleted, not the pod's, fully reserved): no node can help."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether the pod's claims fit on a node; `resolvable` when freeing devices could help."""
+
+    ok: bool
+    reason: str = ""
+    resolvable: bool = False
+
+
+@dataclass(slots=True)
+class _Undo:
+    allocated: list[str] = field(default_factory=list)
+    reserved: list[str] = field(default_factory=list)
+    released: list[tuple[str, Allocation]] = field(default_factory=list)
+    restored: list[tuple[str, Allocation]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DraState:
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
+    selectors: SelectorCache = field(default_factory=SelectorCache)
+    #: Claims allocated / reserved in the running cycle (journaled), by claim key.
+    pending_allocation: dict[str, Allocation] = field(default_factory=dict)
+    pending_reserve: dict[str, list[Consumer]] = field(default_factory=dict)
+    #: Claims whose devices a preemption dry run freed (their only consumer was removed).
+    released: dict[str, Allocation] = field(default_factory=dict)
+    #: Decisions of committed cycles not handed out yet.
+    outbox: list[AllocateClaim] = field(default_factory=list)
+    _kinds: DeviceKinds = field(default_factory=DeviceKinds)
+    _inventory: Inventory | None = None
+    _holders: dict[int, set[str]] = field(default_factory=dict)
+    _node_devices: dict[str, tuple[Node, NodeDevices]] = field(default_factory=dict)
+    _signatures: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    _outcomes: dict[tuple[object, ...], Outcome | str] = field(default_factory=dict)
+    _undo: list[_Undo] = field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        classes: Iterable[DeviceClass] = (),
+        slices: Iterable[ResourceSlice] = (),
+        claims: Iterable[ResourceClaim] = (),
+        templates: Iterable[ResourceClaimTemplate] = (),
+    ) -> DraState:
+        state = cls()
+        for device_class in classes:
+            state.upsert_class(device_class)
+        for resource_slice in slices:
+            state.upsert_slice(resource_slice)
+        for claim in claims:
+            state.upsert_claim(claim)
+        for template in templates:
+            state.upsert_template(template)
+        return state
+
+    # ------------------------------------------------------------------- object changes
+    def upsert_class(self, device_class: DeviceClass) -> None:
+        self.classes[device_class.name] = device_class
+        self._outcomes.clear()
+
+    def delete_class(self, name: str) -> None:
+        self.classes.pop(name, None)
+        self._outcomes.clear()
+
+    def upsert_slice(self, resource_slice: ResourceSlice) -> None:
+        self.slices[resource_slice.name] = resource_slice
+        self._inventory = None
+
+    def delete_slice(self, name: str) -> None:
+        if self.slices.pop(name, None) is not None:
+            self._inventory = None
+
+    def upsert_template(self, template: ResourceClaimTemplate) -> None:
+        self.templates[template.key] = template
+
+    def delete_template(self, key: str) -> None:
+        self.templates.pop(key, None)
+
+    def upsert_claim(self, claim: ResourceClaim) -> None:
+        old = self.claims.get(claim.key)
+        if old is not None and old.allocation is not None:
+            self._hold(claim.key, old.allocation, add=False)
+        self.claims[claim.key] = claim
+        if claim.allocation is not None:
+            self._hold(claim.key, claim.allocation, add=True)
+
+    def delete_claim(self, key: str) -> None:
+        old = self.claims.pop(key, None)
+        if old is not None and old.allocation is not None:
+            self._hold(key, old.allocation, add=False)
+
+    # --------------------------------------------------------------------------- devices
+    @property
+    def inventory(self) -> Inventory:
+        if self._inventory is None:
+            self._inventory = Inventory.build(self.slices.values(), self._kinds)
+            self._node_devices.clear()
+            self._signatures.clear()
+            self._outcomes.clear()
+            self._holders = {}
+            for key, claim in self.claims.items():
+                allocation = self.pending_allocation.get(key) or claim.allocation
+                if allocation is not None and key not in self.released:
+                    self._hold(key, allocation, add=True)
+        return self._inventory
+
+    def _hold(self, key: str, allocation: Allocation, *, add: bool) -> None:
+        if self._inventory is None:
+            return  # counted when the inventory is built
+        for result in allocation.results:
+            if result.admin_access:
+                continue
+            index = self._inventory.by_id.get(result.device_id)
+            if index is None:
+                continue
+            holders = self._holders.setdefault(index, set())
+            if add:
+                holders.add(key)
+            else:
+                holders.discard(key)
+                if not holders:
+                    del self._holders[index]
+            node = self._inventory.entries[index].slice.node_name
+            if node is None:
+                self._signatures.clear()
+            else:
+                self._signatures.pop(node, None)
+
+    def is_free(self, index: int) -> bool:
+        return index not in self._holders
+
+    def devices_of(self, node: Node) -> NodeDevices:
+        inventory = self.inventory
+        cached = self._node_devices.get(node.name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        devices = inventory.node_devices(node)
+        self._node_devices[node.name] = (node, devices)
+        self._signatures.pop(node.name, None)
+        return devices
+
+    def _signature(self, node: Node) -> tuple[int, ...]:
+        devices = self.devices_of(node)
+        signature = self._signatures.get(node.name)
+        if signature is None:
+            kinds = [self.inventory.entries[i].device.fingerprint for i in devices.devices]
+            holders = self._holders
+            signature = tuple(
+                -1 - kind if index in holders else kind
+                for index, kind in zip(devices.devices, kinds, strict=True)
+            )
+            self._signatures[node.name] = signature
+        return signature
+
+    # ---------------------------------------------------------------------------- claims
+    def allocation_of(self, claim: ResourceClaim) -> Allocation | None:
+        """The claim's allocation as this cycle sees it (in-flight ones included)."""
+        if claim.key in self.released:
+            return None
+        return self.pending_allocation.get(claim.key) or claim.allocation
+
+    def pod_claims(self, pod: Pod) -> list[ResourceClaim]:
+        """The ResourceClaims the pod uses; ClaimProblem when one is unusable."""
+        out = []
+        for pod_claim in pod.claims:
+            name = pod_claim.resolved_name
+            if name is None:
+                raise ClaimProblem(
+                    f'pod {pod.key}: ResourceClaim for pod claim "{pod_claim.name}" '
+                    f'(template "{pod_claim.template_name}") not created yet'
+                )
+            if not name:
+                continue  # the resourceclaim controller decided none is needed
+            claim = self.claims.get(f"{pod.namespace}/{name}")
+            if claim is None:
+                raise ClaimProblem(f'resourceclaim "{name}" not found')
+            if claim.deleting:
+                raise ClaimProblem(f'resourceclaim "{name}" is being deleted')
+            if (
+                pod_claim.template_name
+                and claim.owner_pod_uid
+                and pod.uid
+                and claim.owner_pod_uid != pod.uid
+            ):
+                raise ClaimProblem(
+                    f"ResourceClaim {claim.key} was not created for pod {pod.key} "
+                    "(pod is not owner)"
+                )
+            consumers = self._consumers(claim)
+            if len(consumers) >= RESERVED_FOR_MAX_SIZE and not _reserves(consumers, pod):
+                raise ClaimProblem(
+                    f'resourceclaim "{name}" is reserved for {RESERVED_FOR_MAX_SIZE} '
+                    "consumers already"
+                )
+            out.append(claim)
+        return out
+
+    def _consumers(self, claim: ResourceClaim) -> list[Consumer]:
+        return [*claim.reserved_for, *self.pending_reserve.get(claim.key, ())]
+
+    def check_classes(self, claims: Iterable[ResourceClaim]) -> None:
+        for claim in claims:
+            for request in claim.spec.requests:
+                for alt in request.alternatives:
+                    if alt.class_name not in self.classes:
+                        raise ClaimProblem(
+                            f"claim {claim.key} request {request.name}: "
+                            f"device class {alt.class_name} does not exist"
+                        )
+
+    # ---------------------------------------------------------------------------- filter
+    def verdict(self, pod: Pod, node: Node, claims: Sequence[ResourceClaim]) -> Verdict:
+        """Whether `claims` (the pod's, resolved) can be used on `node` as things stand."""
+        todo = []
+        for claim in claims:
+            allocation = self.allocation_of(claim)
+            if allocation is None:
+                todo.append(claim)
+            elif not allocation.admits(node.name, node.labels):
+                return Verdict(False, f"resourceclaim {claim.key} not available on the node")
+        if not todo:
+            return Verdict(True)
+        outcome = self._outcome(todo, node)
+        if isinstance(outcome, str):
+            return Verdict(False, outcome)
+        if outcome.ok:
+            return Verdict(True)
+        # Would the claims fit with every device of the node free? Then evicting their
+        # holders can help (preemption); otherwise nothing on this node can.
+        empty = self._outcome(todo, node, all_free=True)
+        resolvable = not isinstance(empty, str) and empty.ok
+        return Verdict(False, outcome.reason(), resolvable)
+
+    def _outcome(
+        self, claims: Sequence[ResourceClaim], node: Node, *, all_free: bool = False
+    ) -> Outcome | str:
+        devices = self.devices_of(node)
+        signature = (
+            tuple(self.inventory.entries[i].device.fingerprint for i in devices.devices)
+            if all_free
+            else self._signature(node)
+        )
+        key = (tuple(c.spec for c in claims), signature, all_free, bool(devices.unusable_pools))
+        cached = self._outcomes.get(key)
+        if cached is not None:
+            return cached
+        if len(self._outcomes) > 100_000:
+            self._outcomes.clear()
+        try:
+            result: Outcome | str = allocate(
+                [ClaimToAllocate(c.key, c.spec) for c in claims],
+                inventory=self.inventory,
+                node=devices,
+                is_free=(lambda _: True) if all_free else self.is_free,
+                classes=self.classes,
+                selectors=self.selectors,
+            )
+        except AllocationError as error:
+            result = str(error)
+        self._outcomes[key] = result
+        return result
+
+    # ------------------------------------------------------------------ snapshot hooks
+    def assume(self, pod: Pod, node: Node) -> bool:
+        """Allocate and reserve the pod's claims for `node` (journaled: `undo` reverts)."""
+        try:
+            claims = self.pod_claims(pod)
+        except ClaimProblem:
+            return False
+        undo = _Undo()
+        for claim in claims:
+            # A preemption dry run putting a victim back: its claims hold their devices again.
+            allocation = self.released.get(claim.key)
+            if allocation is not None and _reserves(self._consumers(claim), pod):
+                del self.released[claim.key]
+                self._hold(claim.key, allocation, add=True)
+                undo.restored.append((claim.key, allocation))
+        todo = [c for c in claims if self.allocation_of(c) is None]
+        if todo:
+            outcome = self._outcome(todo, node)
+            if isinstance(outcome, str) or outcome.picks is None:
+                return False
+            devices = self.devices_of(node)
+            for claim, picks in zip(todo, outcome.picks, strict=True):
+                allocation = self._allocation(picks, devices, node)
+                self.pending_allocation[claim.key] = allocation
+                self._hold(claim.key, allocation, add=True)
+                undo.allocated.append(claim.key)
+        consumer = Consumer(resource="pods", name=pod.name, uid=pod.uid)
+        for claim in claims:
+            if not _reserves(self._consumers(claim), pod):
+                self.pending_reserve.setdefault(claim.key, []).append(consumer)
+                undo.reserved.append(claim.key)
+        self._undo.append(undo)
+        return True
+
+    def release(self, pod: Pod) -> bool:
+        """A preemption dry run removed `pod`: claims reserved for it alone free their
+        devices (the resourceclaim controller deallocates them once the pod is gone)."""
+        undo = _Undo()
+        for pod_claim in pod.claims:
+            name = pod_claim.resolved_name
+            claim = self.claims.get(f"{pod.namespace}/{name}") if name else None
+            if claim is None or claim.key in self.released:
+                continue
+            allocation = self.allocation_of(claim)
+            others = [c for c in self._consumers(claim) if c.uid != pod.uid or c.name != pod.name]
+            if allocation is None or others:
+                continue
+            self.released[claim.key] = allocation
+            self._hold(claim.key, allocation, add=False)
+            undo.released.append((claim.key, allocation))
+        if not undo.released:
+            return False
+        self._undo.append(undo)
+        return True
+
+    def undo(self) -> None:
+        record = self._undo.pop()
+        for key in reversed(record.reserved):
+            self.pending_reserve[key].pop()
+            if not self.pending_reserve[key]:
+                del self.pending_reserve[key]
+        for key in reversed(record.allocated):
+            allocation = self.pending_allocation.pop(key)
+            self._hold(key, allocation, add=False)
+        for key, allocation in reversed(record.restored):
+            self.released[key] = allocation
+            self._hold(key, allocation, add=False)
+        for key, allocation in reversed(record.released):
+            del self.released[key]
+            self._hold(key, allocation, add=True)
+
+    def commit(self) -> None:
+        """The cycle's result stands: in-flight allocations become the claims' assumed state
+        and decisions for the edge (see `take_decisions`)."""
+        self._undo.clear()
+        if self.released:
+            for key, held in self.released.items():
+                self._hold(key, held, add=True)
+            self.released.clear()
+        keys = sorted(set(self.pending_allocation) | set(self.pending_reserve))
+        for key in keys:
+            claim = self.claims.get(key)
+            allocation = (
+                self.pending_allocation.pop(key) if key in self.pending_allocation else None
+            )
+            reserve = tuple(self.pending_reserve.pop(key, ()))
+            if claim is None:
+                continue
+            self.outbox.append(
+                AllocateClaim(
+                    claim=key,
+                    uid=claim.uid,
+                    allocation=allocation,
+                    reserve=reserve,
+                    resource_version=claim.resource_version,
+                )
+            )
+            if allocation is not None:
+                claim.allocation = allocation  # already held in _holders
+            claim.reserved_for = (*claim.reserved_for, *reserve)
+
+    def take_decisions(self) -> list[AllocateClaim]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    def _allocation(self, picks: list[Pick], devices: NodeDevices, node: Node) -> Allocation:
+        entries = self.inventory.entries
+        results = []
+        local = False
+        expressions: list[Requirement] = []
+        fields: list[Requirement] = []
+        for pick in picks:
+            entry = entries[devices.devices[pick.position]]
+            results.append(
+                DeviceResult(
+                    request=pick.request,
+                    driver=entry.driver,
+                    pool=entry.pool,
+                    device=entry.device.name,
+                    admin_access=pick.admin_access,
+                )
+            )
+            if entry.slice.node_name is not None:
+                local = True
+            elif entry.slice.node_selector:
+                term = entry.slice.node_selector[0]
+                expressions += [r for r in term.match_expressions if r not in expressions]
+                fields += [r for r in term.match_fields if r not in fields]
+        selector: tuple[NodeSelectorTerm, ...] | None = None
+        if local:
+            selector = (
+                NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", (node.name,)),)),
+            )
+        elif expressions or fields:
+            selector = (
+                NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),
+            )
+        return Allocation(results=tuple(results), node_selector=selector)
+
+
+def _reserves(consumers: Iterable[Consumer], pod: Pod) -> bool:
+    return any(
+        c.resource == "pods" and c.name == pod.name and (not c.uid or c.uid == pod.uid)
+        for c in consumers
+    )
+
+
+def dra_state(inventory: ApiInventory) -> DraState:
+    """The DRA state of everything an input (manifests) holds."""
+    return DraState.build(
+        classes=inventory.device_classes,
+        slices=inventory.resource_slices,
+        claims=inventory.resource_claims,
+        templates=inventory.claim_templates,
+    )

@@ -1,0 +1,165 @@
+"""DRA in the gang cycle: all members' claims from one snapshot, all or nothing."""
+
+from __future__ import annotations
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import AllocateClaim, Bind
+from gangsched.core.dra.model import Allocation, DeviceResult, ResourceClaim
+from gangsched.core.dra.state import DraState
+from gangsched.core.labels import NodeSelectorTerm, Requirement
+from gangsched.core.model import Pod, PodClaim, PodGroup
+from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, CycleReport, Scheduler
+from tests.builders import (
+    GPU_DRIVER,
+    NVLINK,
+    SCHEDULER,
+    gang_pods,
+    gpu_claim_spec,
+    gpu_class,
+    gpu_slice,
+    group,
+    node,
+    pod,
+    resource_claim,
+    with_resource_claims,
+)
+
+
+def setup(
+    pods: list[Pod],
+    claims: list[ResourceClaim],
+    *,
+    nodes: int = 2,
+    gpus: int = 8,
+    groups: list[PodGroup] | None = None,
+) -> Scheduler:
+    names = [f"n{i}" for i in range(1, nodes + 1)]
+    dra = DraState.build(
+        classes=[gpu_class()], slices=[gpu_slice(n, gpus) for n in names], claims=claims
+    )
+    cluster = ClusterState.build(
+        scheduler_name=SCHEDULER,
+        nodes=[node(n, 64, memory="512Gi") for n in names],
+        pods=pods,
+        groups=groups or [],
+        dra=dra,
+    )
+    return Scheduler(cluster)
+
+
+def step(scheduler: Scheduler) -> CycleReport:
+    scheduler.enqueue_pending()
+    report = scheduler.step(0.0)
+    assert report is not None
+    return report
+
+
+def gpu_gang(name: str, size: int, gpus: int) -> tuple[list[Pod], list[ResourceClaim], PodGroup]:
+    pods = gang_pods(name, size)
+    claims = []
+    for p in pods:
+        claim = resource_claim(f"{p.name}-gpu", gpu_claim_spec(gpus, same_domain=True))
+        claims.append(claim)
+        with_resource_claims(p, claim.name)
+    return pods, claims, group(name, size)
+
+
+def test_gang_claims_allocated_in_one_plan_written_before_binds() -> None:
+    pods, claims, g = gpu_gang("train", 4, 4)
+    scheduler = setup(pods, claims, groups=[g])
+    report = step(scheduler)
+    assert report.result == SCHEDULED
+    kinds = [type(d).__name__ for d in report.decisions if isinstance(d, AllocateClaim | Bind)]
+    assert kinds == ["AllocateClaim"] * 4 + ["Bind"] * 4
+    allocations = [d for d in report.decisions if isinstance(d, AllocateClaim)]
+    devices = [r.device_id for d in allocations for r in d.allocation.results]  # type: ignore[union-attr]
+    assert len(devices) == 16 and len(set(devices)) == 16
+    binds = {d.pod: d.node for d in report.decisions if isinstance(d, Bind)}
+    dra = scheduler.cluster.dra
+    assert dra is not None
+    for decision in allocations:
+        claim = dra.claims[decision.claim]
+        owner = f"default/{decision.reserve[0].name}"
+        assert [c.name for c in claim.reserved_for] == [decision.reserve[0].name]
+        assert claim.allocation == decision.allocation
+        assert claim.allocation is not None and claim.allocation.admits(binds[owner], {})
+        domains = {
+            dra.inventory.entries[dra.inventory.by_id[r.device_id]].device.attributes[NVLINK]
+            for r in claim.allocation.results
+        }
+        assert len(domains) == 1  # one NVLink domain per pod
+    assert not dra.pending_allocation and not dra.pending_reserve
+
+
+def test_gang_that_cannot_get_all_claims_binds_nothing() -> None:
+    pods, claims, g = gpu_gang("train", 5, 4)  # 4 domains of 4 GPUs in the cluster
+    scheduler = setup(pods, claims, groups=[g])
+    report = step(scheduler)
+    assert report.result == UNSCHEDULABLE
+    assert not [d for d in report.decisions if isinstance(d, Bind | AllocateClaim)]
+    assert "cannot allocate all claims" in report.message
+    assert "request gpus" in report.message
+    dra = scheduler.cluster.dra
+    assert dra is not None
+    assert all(c.allocation is None and not c.reserved_for for c in dra.claims.values())
+    assert not dra.pending_allocation and not dra._holders
+
+
+def test_shared_claim_allocated_once_and_reserved_for_every_member() -> None:
+    pods = gang_pods("pair", 2)
+    shared = resource_claim("shared", gpu_claim_spec(2))
+    for p in pods:
+        with_resource_claims(p, "shared")
+    scheduler = setup(pods, [shared], groups=[group("pair", 2)])
+    report = step(scheduler)
+    assert report.result == SCHEDULED
+    allocations = [d for d in report.decisions if isinstance(d, AllocateClaim)]
+    assert len(allocations) == 1
+    assert [c.name for c in allocations[0].reserve] == ["pair-0", "pair-1"]
+    nodes = {d.node for d in report.decisions if isinstance(d, Bind)}
+    assert len(nodes) == 1  # the claim's devices are local to one node
+
+
+def test_allocated_claim_pins_the_pod_and_its_devices_are_taken() -> None:
+    on_n2 = resource_claim("pinned", gpu_claim_spec(1))
+    on_n2.allocation = Allocation(
+        results=(DeviceResult("gpus", GPU_DRIVER, "n2", "gpu-0"),),
+        node_selector=(
+            NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("n2",)),)),
+        ),
+    )
+    p = with_resource_claims(pod("p"), "pinned")
+    other = with_resource_claims(pod("q"), "q-gpu")
+    q_claim = resource_claim("q-gpu", gpu_claim_spec(8))
+    scheduler = setup([p, other], [on_n2, q_claim])
+    reports = [step(scheduler), step(scheduler)]
+    binds = {d.pod: d.node for r in reports for d in r.decisions if isinstance(d, Bind)}
+    assert binds == {"default/p": "n2", "default/q": "n1"}  # n2 lost gpu-0 to `pinned`
+    reserve = [d for r in reports for d in r.decisions if isinstance(d, AllocateClaim)]
+    pinned = next(d for d in reserve if d.claim == "default/pinned")
+    assert pinned.allocation is None and [c.name for c in pinned.reserve] == ["p"]
+
+
+def test_claim_not_created_yet_or_missing_makes_the_pod_wait_with_a_message() -> None:
+    waiting = pod("w")
+    waiting.claims = (PodClaim(name="gpu", template_name="gpus"),)
+    missing = with_resource_claims(pod("m"), "nope")
+    scheduler = setup([waiting, missing], [])
+    messages = {}
+    for _ in range(2):
+        report = step(scheduler)
+        assert report.result == UNSCHEDULABLE
+        messages[report.pods[0]] = report.message
+    assert (
+        'ResourceClaim for pod claim "gpu" (template "gpus") not created yet'
+        in (messages["default/w"])
+    )
+    assert 'resourceclaim "nope" not found' in messages["default/m"]
+
+
+def test_without_dra_state_pods_with_claims_are_never_bound() -> None:
+    p = with_resource_claims(pod("p"), "c")
+    cluster = ClusterState.build(scheduler_name=SCHEDULER, nodes=[node("n1")], pods=[p])
+    report = step(Scheduler(cluster))
+    assert report.result == UNSCHEDULABLE
+    assert "the scheduler has no DRA state" in report.message
