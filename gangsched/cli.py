@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     from gangsched.core.cluster import ClusterState
+    from gangsched.core.dra.state import dra_state
     from gangsched.simulate.loader import ManifestError, load_manifests
     from gangsched.simulate.output import render
     from gangsched.simulate.runner import SimulationError, simulate
@@ -105,6 +106,7 @@ def _simulate(args: argparse.Namespace) -> int:
         budgets=inventory.budgets,
         namespaces=inventory.namespaces,
         volumes=inventory.volumes,
+        dra=dra_state(inventory),
     )
     scheduler_config = config.scheduler_config()
     scheduler_config.scheduler_name = scheduler_name

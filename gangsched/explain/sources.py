@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.dra.state import dra_state
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
@@ -49,6 +50,7 @@ def from_manifests(paths: list[str], *, scheduler_name: str) -> ClusterState:
         budgets=inventory.budgets,
         namespaces=inventory.namespaces,
         volumes=inventory.volumes,
+        dra=dra_state(inventory),
     )
 
 

@@ -41,6 +41,13 @@ from gangsched.core.api.storage import (
     persistent_volume_from_raw,
     storage_class_from_raw,
 )
+from gangsched.core.dra.parse import (
+    device_class_from_raw,
+    generated_claim_raw,
+    resource_claim_from_raw,
+    resource_claim_template_from_raw,
+    resource_slice_from_raw,
+)
 from gangsched.core.model import Pod, PriorityClass
 from gangsched.core.volumes.book import VolumeBook
 
@@ -51,6 +58,9 @@ PRIORITY_CLASS, PDB, POD_GROUP = "PriorityClass", "PodDisruptionBudget", "PodGro
 WORKLOAD = "Workload"
 PVC, PV, STORAGE_CLASS = "PersistentVolumeClaim", "PersistentVolume", "StorageClass"
 CSI_NODE, CSI_DRIVER, CSI_CAPACITY = "CSINode", "CSIDriver", "CSIStorageCapacity"
+DEVICE_CLASS, RESOURCE_SLICE = "DeviceClass", "ResourceSlice"
+RESOURCE_CLAIM, CLAIM_TEMPLATE = "ResourceClaim", "ResourceClaimTemplate"
+RESOURCE_GROUP = "resource.k8s.io"
 
 #: (API group, kind) the loader understands. The core group must be version v1.
 _KNOWN: dict[tuple[str, str], str] = {
@@ -67,15 +77,20 @@ _KNOWN: dict[tuple[str, str], str] = {
     ("storage.k8s.io", CSI_CAPACITY): CSI_CAPACITY,
     **{(group, POD_GROUP): POD_GROUP for group in POD_GROUP_API_GROUPS},
     ("scheduling.k8s.io", WORKLOAD): WORKLOAD,
+    **{
+        (RESOURCE_GROUP, kind): kind
+        for kind in (DEVICE_CLASS, RESOURCE_SLICE, RESOURCE_CLAIM, CLAIM_TEMPLATE)
+    },
 }
-_NAMESPACED = {POD, PDB, POD_GROUP, WORKLOAD, PVC, CSI_CAPACITY}
+_NAMESPACED = {POD, PDB, POD_GROUP, WORKLOAD, PVC, CSI_CAPACITY, RESOURCE_CLAIM, CLAIM_TEMPLATE}
 #: Orders problems by file, then by position in the file; file-level errors sort last.
 _PER_FILE = 10**9
 _SUPPORTED = (
     "v1 Namespace, Node, Pod, PersistentVolumeClaim, PersistentVolume; scheduling.k8s.io "
     "PriorityClass; policy PodDisruptionBudget; storage.k8s.io StorageClass, CSINode, "
     "CSIDriver, CSIStorageCapacity; PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io "
-    "or scheduling.k8s.io; scheduling.k8s.io Workload (read and ignored, as kube-scheduler does)"
+    "or scheduling.k8s.io; scheduling.k8s.io Workload (read and ignored, as kube-scheduler does); "
+    "resource.k8s.io/v1 DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate"
 )
 
 
@@ -231,6 +246,7 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
         inventory.budgets.append(budget)
 
     _load_volumes(by_kind, inventory.volumes, problems)
+    _load_dra(by_kind, inventory, problems)
     for namespace in _referenced_namespaces(inventory):
         inventory.namespaces.setdefault(namespace, {NAMESPACE_NAME_LABEL: namespace})
     problems.raise_if_any()
@@ -306,6 +322,52 @@ def _check_pod(
         problems.object(
             doc, "spec.priorityClassName", f'no PriorityClass with name "{class_name}" was found'
         )
+
+
+def _load_dra(
+    by_kind: dict[str, list[_Document]], inventory: Inventory, problems: _Problems
+) -> None:
+    """DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates; then play
+    kube-controller-manager's resourceclaim controller: a pod's claim C from a template,
+    with no status yet, gets the claim `<pod>-C` generated from the template."""
+    converters: list[tuple[str, Callable[[Any], Any], list[Any]]] = [
+        (DEVICE_CLASS, device_class_from_raw, inventory.device_classes),
+        (RESOURCE_SLICE, resource_slice_from_raw, inventory.resource_slices),
+        (RESOURCE_CLAIM, resource_claim_from_raw, inventory.resource_claims),
+        (CLAIM_TEMPLATE, resource_claim_template_from_raw, inventory.claim_templates),
+    ]
+    for kind, convert, into in converters:
+        for doc in by_kind[kind]:
+            try:
+                into.append(convert(doc.raw))
+            except InvalidObject as error:
+                problems.invalid(doc, error)
+    if not by_kind[CLAIM_TEMPLATE]:
+        return
+    templates = {(doc.namespace, doc.name): doc for doc in by_kind[CLAIM_TEMPLATE] if doc.name}
+    claims = {claim.key for claim in inventory.resource_claims}
+    raw_pods = {(doc.namespace, doc.name): doc for doc in by_kind[POD]}
+    for index, pod in enumerate(inventory.pods):
+        if not any(c.template_name and c.generated_name is None for c in pod.claims):
+            continue
+        pod_doc = raw_pods.get((pod.namespace, pod.name))
+        new_claims = []
+        for pod_claim in pod.claims:
+            template = templates.get((pod.namespace, pod_claim.template_name))
+            if pod_claim.generated_name is not None or template is None or pod_doc is None:
+                new_claims.append(pod_claim)
+                continue
+            raw = generated_claim_raw(template.raw, pod=pod_doc.raw, pod_claim=pod_claim.name)
+            name = raw["metadata"]["name"]
+            if f"{pod.namespace}/{name}" not in claims:
+                try:
+                    inventory.resource_claims.append(resource_claim_from_raw(raw))
+                except InvalidObject as error:
+                    problems.invalid(template, error)
+                    continue
+                claims.add(f"{pod.namespace}/{name}")
+            new_claims.append(dataclasses.replace(pod_claim, generated_name=name))
+        inventory.pods[index].claims = tuple(new_claims)
 
 
 def _referenced_namespaces(inventory: Inventory) -> list[str]:

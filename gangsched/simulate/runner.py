@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import (
+    AllocateClaim,
     Bind,
     BindVolume,
     Evict,
@@ -20,6 +21,7 @@ from gangsched.core.decisions import (
     SelectNode,
     SetCondition,
 )
+from gangsched.core.labels import NodeSelectorTerm
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.phase import count_members, group_phase
 from gangsched.core.scheduler import (
@@ -57,6 +59,14 @@ class GroupSummary:
 
 
 @dataclass(slots=True)
+class ClaimSummary:
+    """A claim the run allocated: where (None for network-attached devices) and what."""
+
+    node: str | None
+    devices: list[dict[str, str]]
+
+
+@dataclass(slots=True)
 class SimulationResult:
     bound: dict[str, str] = field(default_factory=dict)
     preempted: dict[str, str] = field(default_factory=dict)
@@ -70,6 +80,7 @@ class SimulationResult:
     gated: dict[str, list[str]] = field(default_factory=dict)
     pod_groups: dict[str, GroupSummary] = field(default_factory=dict)
     timeline: list[Step] = field(default_factory=list)
+    claims: dict[str, ClaimSummary] = field(default_factory=dict)
     #: Every pod of the input (victims included) as it ended, for the people's table.
     pods: dict[str, Pod] = field(default_factory=dict)
     #: Pods that were already running in the input.
@@ -93,6 +104,16 @@ class SimulationResult:
                 }
                 for key, g in sorted(self.pod_groups.items())
             },
+            **(
+                {
+                    "claims": {
+                        key: {"node": c.node, "devices": c.devices}
+                        for key, c in sorted(self.claims.items())
+                    }
+                }
+                if self.claims
+                else {}
+            ),
             "timeline": [
                 {
                     "step": s.number,
@@ -187,6 +208,15 @@ def _apply(
         elif isinstance(decision, BindVolume | SelectNode):
             result.volumes[decision.claim] = carry_out(decision, cluster)
             changed = True
+        elif isinstance(decision, AllocateClaim) and decision.allocation is not None:
+            allocation = decision.allocation
+            result.claims[decision.claim] = ClaimSummary(
+                node=_single_node(allocation.node_selector),
+                devices=[
+                    {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
+                    for r in allocation.results
+                ],
+            )
         elif isinstance(decision, Evict):
             cluster.delete_pod(decision.pod)
             result.preempted[decision.pod] = decision.message
@@ -209,6 +239,16 @@ def _apply(
             conditions.pop(pod_key, None)
     result.timeline.append(step)
     return changed
+
+
+def _single_node(terms: tuple[NodeSelectorTerm, ...] | None) -> str | None:
+    """The node an allocation is bound to, when its selector names exactly one."""
+    if terms is None or len(terms) != 1 or terms[0].match_expressions:
+        return None
+    fields = terms[0].match_fields
+    if len(fields) == 1 and fields[0].operator == "In" and len(fields[0].values) == 1:
+        return fields[0].values[0]
+    return None
 
 
 def _summarise_groups(

@@ -184,3 +184,14 @@ def test_pods_of_an_incomplete_or_missing_group_wait(
     assert (
         result["waiting"]["default/c"] == "scheduling.sigs.k8s.io PodGroup default/ghost not found"
     )
+
+
+def test_dra_two_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    result = simulate(capsys, str(EXAMPLES / "dra-two-gpus.yaml"))
+    assert result["bound"] == {"default/trainer": "n2"}  # n1 has one GPU
+    claim = result["claims"]["default/trainer-gpu"]
+    assert claim["node"] == "n2"
+    assert len(claim["devices"]) == 2
+    assert {d["pool"] for d in claim["devices"]} == {"n2"}
+    assert {d["driver"] for d in claim["devices"]} == {"gpu.example.com"}
+    assert len({d["device"] for d in claim["devices"]}) == 2

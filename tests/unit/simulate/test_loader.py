@@ -234,7 +234,8 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
         "scheduling.k8s.io PriorityClass; policy PodDisruptionBudget; storage.k8s.io "
         "StorageClass, CSINode, CSIDriver, CSIStorageCapacity; PodGroup of "
         "scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io; scheduling.k8s.io "
-        "Workload (read and ignored, as kube-scheduler does)"
+        "Workload (read and ignored, as kube-scheduler does); resource.k8s.io/v1 DeviceClass, "
+        "ResourceSlice, ResourceClaim, ResourceClaimTemplate"
     )
     assert problems(path) == [
         f"{path}:1: Deployment prod/web: unsupported object apps/v1/Deployment; {supported}",
