@@ -11,8 +11,9 @@ node and fails when one is in use or a pool it could come from is incomplete.
 The search is a depth-first backtracking like upstream's, with two prunings that keep it
 polynomial on real GPU nodes without losing solutions: devices of one request are chosen as
 a combination (increasing positions; the order within a request means nothing), and at each
-choice point a device identical to one already tried there (same fingerprint: same driver,
-attributes, capacity, taints) is skipped, since it would lead to an isomorphic subtree. A
+choice point a device equivalent to one already tried there is skipped, since it would lead to
+an isomorphic subtree: equivalent devices are candidates for the same requests and carry the
+same values of every attribute a constraint compares. A
 brute-force property test checks completeness. A step budget bounds pathological cases.
 """
 
@@ -117,6 +118,9 @@ class _Search:
     taken: dict[int, set[int]] = field(default_factory=dict)  # position -> claims
     picks: list[list[Pick]] = field(default_factory=list)
     candidates: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    errors: dict[tuple[int, int], AllocationError] = field(default_factory=dict)
+    #: Per device position, its equivalence class for this search (see the module doc).
+    kind: list[int] = field(default_factory=list)
     deepest: int = -1
     exhausted: bool = False
 
@@ -134,6 +138,7 @@ class _Search:
                         prioritized=request.exactly is None,
                     )
                 )
+        self._classify()
         if self._solve(0):
             return Outcome(picks=[list(p) for p in self.picks])
         failed = ""
@@ -143,6 +148,27 @@ class _Search:
         return Outcome(picks=None, failed=failed, exhausted=self.exhausted)
 
     # -- candidates ------------------------------------------------------------------------
+    def _classify(self) -> None:
+        """Candidates of every alternative (errors kept until the search reaches them) and
+        each device's equivalence class."""
+        for slot_index, slot in enumerate(self.slots):
+            for alt_index in range(len(slot.alternatives)):
+                try:
+                    self._candidates(slot_index, alt_index)
+                except AllocationError as error:
+                    self.errors[(slot_index, alt_index)] = error
+                    self.candidates[(slot_index, alt_index)] = []
+        member = {key: set(found) for key, found in self.candidates.items()}
+        compared = sorted({c.attribute for claim in self.claims for c in claim.spec.constraints})
+        classes: dict[object, int] = {}
+        for position, index in enumerate(self.node.devices):
+            attributes = self.entries[index].device.attributes
+            key = (
+                tuple(position in found for found in member.values()),
+                tuple(_attribute(attributes, name) for name in compared),
+            )
+            self.kind.append(classes.setdefault(key, len(classes)))
+
     def _candidates(self, slot_index: int, alt_index: int) -> list[int]:
         """Positions of the node's devices that satisfy the alternative (selectors, class,
         taints, support); in-use checks come later because they change during the search."""
@@ -183,9 +209,7 @@ class _Search:
     ) -> bool:
         fingerprint = entry.device.fingerprint
         for number, expression in enumerate(expressions):
-            verdict = self.selectors.matches(
-                expression, fingerprint, self.views[fingerprint].to_cel
-            )
+            verdict = self.selectors.matches(expression, fingerprint, self.views[fingerprint])
             if isinstance(verdict, str):
                 raise AllocationError(
                     f"{owner}: selector #{number} on device "
@@ -203,7 +227,10 @@ class _Search:
         slot = self.slots[slot_index]
         for alt_index, alt in enumerate(slot.alternatives):
             request = f"{slot.name}/{alt.name}" if slot.prioritized else slot.name
-            candidates = self._candidates(slot_index, alt_index)
+            error = self.errors.get((slot_index, alt_index))
+            if error is not None:
+                raise error
+            candidates = self.candidates[(slot_index, alt_index)]
             if alt.mode is AllocationMode.ALL:
                 if self.node.unusable_pools:
                     raise AllocationError(
@@ -249,10 +276,10 @@ class _Search:
                 self.exhausted = True
                 return False
             position = candidates[i]
-            fingerprint = self.entries[self.node.devices[position]].device.fingerprint
-            if fingerprint in tried or not self._usable(position, slot.claim, alt):
+            kind = self.kind[position]
+            if kind in tried or not self._usable(position, slot.claim, alt):
                 continue
-            tried.add(fingerprint)
+            tried.add(kind)
             self.budget -= 1
             if not self._add(slot.claim, request, slot.name, position, alt):
                 continue

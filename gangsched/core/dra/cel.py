@@ -267,6 +267,25 @@ class Selector:
     error: str = ""
     #: String literals of the expression: attribute domains it may look up.
     literals: frozenset[str] = frozenset()
+    #: The names (identifiers and literals) the expression can look attributes up by, or
+    #: None when it may reach others (iteration, size, computed keys): see `projection`.
+    names: frozenset[str] | None = None
+    #: The qualified attribute and capacity names the expression can observe (None: all).
+    visible: tuple[str, ...] | None = None
+
+    def projection(self, view: DeviceView) -> object:
+        """What of the device this expression can observe: devices with equal projections
+        get equal results. Only attributes and capacities whose domain is a literal of the
+        expression and whose name is one of its identifiers or literals are kept, unless the
+        expression iterates maps, asks their size or indexes them with a computed key."""
+        if self.visible is None:
+            return (view.driver, _items(view.attributes), _items(view.capacity))
+        attributes, capacity = view.attributes, view.capacity
+        return (
+            view.driver,
+            tuple(_typed(attributes.get(name)) for name in self.visible),
+            tuple(capacity.get(name) for name in self.visible),
+        )
 
     def evaluate(self, device: CelMap) -> bool | str:
         """True/False, or the runtime error's message."""
@@ -302,13 +321,62 @@ def _clean(message: str) -> str:
     return message.split(" [", 1)[0] if message.endswith("]") else message
 
 
+def _items(values: Mapping[str, Any]) -> tuple[tuple[str, str, Any], ...]:
+    return tuple(sorted((k, type(v).__name__, v) for k, v in values.items()))
+
+
+def _typed(value: object) -> object:
+    """Attribute values compare by type too (True is not 1)."""
+    return None if value is None else (type(value).__name__, value)
+
+
+#: Functions and macros that reach map entries without naming them.
+_OPAQUE_CALLS = frozenset(
+    {
+        "all",
+        "exists",
+        "exists_one",
+        "map",
+        "filter",
+        "size",
+        "transformList",
+        "transformMap",
+        "optMap",
+        "optFlatMap",
+        "sortBy",
+        "dyn",
+        "string",
+    }
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INDEX = re.compile(r"[A-Za-z0-9_\])]\s*\[")
+_LITERAL_INDEX = re.compile(
+    r"[A-Za-z0-9_\])]\s*\[\s*(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')\s*\]"
+)
+
+
+def _names(expression: str, literals: frozenset[str]) -> frozenset[str] | None:
+    """The identifiers and literals of `expression`, or None when it can look attributes up
+    by names it does not spell out (see `Selector.projection`)."""
+    code = _STRING_LITERAL.sub('""', expression)
+    identifiers = set(_IDENTIFIER.findall(code))
+    if identifiers & _OPAQUE_CALLS:
+        return None
+    if len(_INDEX.findall(expression)) != len(_LITERAL_INDEX.findall(expression)):
+        return None  # some map is indexed with a computed key
+    return frozenset(identifiers | literals)
+
+
 @dataclass(slots=True)
 class SelectorCache:
-    """Compiles each expression once and remembers each (expression, device kind) result."""
+    """Compiles each expression once and remembers results per (expression, device kind) and
+    per (expression, what of the device the expression can observe): GPUs that differ only
+    in a UUID or an NVLink domain share one evaluation of a selector on their memory."""
 
     _env: Any = None
     _compiled: dict[str, Selector] = field(default_factory=dict)
     _results: dict[tuple[str, int], bool | str] = field(default_factory=dict)
+    _projected: dict[tuple[str, object], bool | str] = field(default_factory=dict)
 
     def compile(self, expression: str) -> Selector:
         selector = self._compiled.get(expression)
@@ -325,7 +393,15 @@ class SelectorCache:
                 functions=_functions(),
             )
         literals = frozenset(a or b for a, b in _STRING_LITERAL.findall(expression))
-        selector = Selector(expression=expression, literals=literals)
+        names = _names(expression, literals)
+        selector = Selector(
+            expression=expression,
+            literals=literals,
+            names=names,
+            visible=None
+            if names is None
+            else tuple(sorted(f"{domain}/{name}" for domain in literals for name in names)),
+        )
         try:
             program = self._env.compile(expression)
             returns = program.return_type()
@@ -340,24 +416,25 @@ class SelectorCache:
         self._compiled[expression] = selector
         return selector
 
-    def matches(self, expression: str, fingerprint: int, view: Callable[[], CelMap]) -> bool | str:
-        """Whether the device kind `fingerprint` satisfies `expression`; a message on error."""
+    def matches(self, expression: str, fingerprint: int, view: DeviceView) -> bool | str:
+        """Whether the device (of kind `fingerprint`) satisfies `expression`; a message on
+        error."""
         key = (expression, fingerprint)
         cached = self._results.get(key)
         if cached is not None:
             return cached
         selector = self.compile(expression)
-        result: bool | str = (
-            f"CEL compile error: {selector.error}"
-            if selector.error
-            else _runtime(selector.evaluate(view()))
-        )
+        if selector.error:
+            result: bool | str = f"CEL compile error: {selector.error}"
+        else:
+            projected = (expression, selector.projection(view))
+            found = self._projected.get(projected)
+            if found is None:
+                found = _runtime(selector.evaluate(view.to_cel()))
+                self._projected[projected] = found
+            result = found
         self._results[key] = result
         return result
-
-    def forget_devices(self) -> None:
-        """Drop per-device results (device kinds are renumbered)."""
-        self._results.clear()
 
 
 def _runtime(result: bool | str) -> bool | str:

@@ -18,6 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from gangsched.core.api.inventory import Inventory as ApiInventory
 from gangsched.core.decisions import AllocateClaim
 from gangsched.core.dra.allocator import (
@@ -28,6 +31,7 @@ from gangsched.core.dra.allocator import (
     allocate,
 )
 from gangsched.core.dra.cel import SelectorCache
+from gangsched.core.dra.feasibility import FeasibilityCache
 from gangsched.core.dra.inventory import DeviceKinds, Inventory, NodeDevices
 from gangsched.core.dra.model import (
     RESERVED_FOR_MAX_SIZE,
@@ -83,8 +87,7 @@ class DraState:
     _inventory: Inventory | None = None
     _holders: dict[int, set[str]] = field(default_factory=dict)
     _node_devices: dict[str, tuple[Node, NodeDevices]] = field(default_factory=dict)
-    _signatures: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    _outcomes: dict[tuple[object, ...], Outcome | str] = field(default_factory=dict)
+    feasibility: FeasibilityCache = field(default_factory=FeasibilityCache)
     _undo: list[_Undo] = field(default_factory=list)
 
     @classmethod
@@ -110,11 +113,11 @@ class DraState:
     # ------------------------------------------------------------------- object changes
     def upsert_class(self, device_class: DeviceClass) -> None:
         self.classes[device_class.name] = device_class
-        self._outcomes.clear()
+        self.feasibility.reset()
 
     def delete_class(self, name: str) -> None:
         self.classes.pop(name, None)
-        self._outcomes.clear()
+        self.feasibility.reset()
 
     def upsert_slice(self, resource_slice: ResourceSlice) -> None:
         self.slices[resource_slice.name] = resource_slice
@@ -149,8 +152,7 @@ class DraState:
         if self._inventory is None:
             self._inventory = Inventory.build(self.slices.values(), self._kinds)
             self._node_devices.clear()
-            self._signatures.clear()
-            self._outcomes.clear()
+            self.feasibility.reset()
             self._holders = {}
             for key, claim in self.claims.items():
                 allocation = self.pending_allocation.get(key) or claim.allocation
@@ -174,11 +176,7 @@ class DraState:
                 holders.discard(key)
                 if not holders:
                     del self._holders[index]
-            node = self._inventory.entries[index].slice.node_name
-            if node is None:
-                self._signatures.clear()
-            else:
-                self._signatures.pop(node, None)
+            self.feasibility.bump(self._inventory.entries[index].slice.node_name)
 
     def is_free(self, index: int) -> bool:
         return index not in self._holders
@@ -190,21 +188,7 @@ class DraState:
             return cached[1]
         devices = inventory.node_devices(node)
         self._node_devices[node.name] = (node, devices)
-        self._signatures.pop(node.name, None)
         return devices
-
-    def _signature(self, node: Node) -> tuple[int, ...]:
-        devices = self.devices_of(node)
-        signature = self._signatures.get(node.name)
-        if signature is None:
-            kinds = [self.inventory.entries[i].device.fingerprint for i in devices.devices]
-            holders = self._holders
-            signature = tuple(
-                -1 - kind if index in holders else kind
-                for index, kind in zip(devices.devices, kinds, strict=True)
-            )
-            self._signatures[node.name] = signature
-        return signature
 
     # ---------------------------------------------------------------------------- claims
     def allocation_of(self, claim: ResourceClaim) -> Allocation | None:
@@ -263,56 +247,82 @@ class DraState:
                         )
 
     # ---------------------------------------------------------------------------- filter
-    def verdict(self, pod: Pod, node: Node, claims: Sequence[ResourceClaim]) -> Verdict:
-        """Whether `claims` (the pod's, resolved) can be used on `node` as things stand."""
+    def feasible_nodes(
+        self,
+        claims: Sequence[ResourceClaim],
+        *,
+        nodes: Sequence[Node],
+        generation: int,
+        candidates: npt.NDArray[np.bool_],
+    ) -> npt.NDArray[np.bool_]:
+        """The candidate nodes where the pod's (resolved) claims can be used as things stand:
+        allocated ones admit the node, the others can be allocated there together."""
+        self.inventory  # noqa: B018 - (re)built first: building it resets the answers
+        self.feasibility.align(nodes, generation)
+        mask = candidates.copy()
         todo = []
         for claim in claims:
             allocation = self.allocation_of(claim)
             if allocation is None:
                 todo.append(claim)
-            elif not allocation.admits(node.name, node.labels):
+            elif allocation.node_selector is not None:
+                for index in np.flatnonzero(mask):
+                    node = nodes[int(index)]
+                    if not allocation.admits(node.name, node.labels):
+                        mask[index] = False
+        if todo and mask.any():
+            key = tuple(c.spec for c in todo)
+            mask = self.feasibility.feasible(key, mask, lambda i: self._run(todo, nodes[i]))
+        return mask
+
+    def verdict(
+        self,
+        claims: Sequence[ResourceClaim],
+        *,
+        nodes: Sequence[Node],
+        generation: int,
+        node: int,
+    ) -> Verdict:
+        """Why the claims can or cannot be used on `nodes[node]` (for explanations)."""
+        self.inventory  # noqa: B018 - (re)built first: building it resets the answers
+        self.feasibility.align(nodes, generation)
+        target = nodes[node]
+        todo = []
+        for claim in claims:
+            allocation = self.allocation_of(claim)
+            if allocation is None:
+                todo.append(claim)
+            elif not allocation.admits(target.name, target.labels):
                 return Verdict(False, f"resourceclaim {claim.key} not available on the node")
         if not todo:
             return Verdict(True)
-        outcome = self._outcome(todo, node)
-        if isinstance(outcome, str):
-            return Verdict(False, outcome)
-        if outcome.ok:
+        key = tuple(c.spec for c in todo)
+        answer = self.feasibility.answer(key, node, lambda i: self._run(todo, nodes[i]))
+        if isinstance(answer, str):
+            return Verdict(False, answer)
+        if answer.ok:
             return Verdict(True)
         # Would the claims fit with every device of the node free? Then evicting their
         # holders can help (preemption); otherwise nothing on this node can.
-        empty = self._outcome(todo, node, all_free=True)
-        resolvable = not isinstance(empty, str) and empty.ok
-        return Verdict(False, outcome.reason(), resolvable)
+        empty = self.feasibility.fits_empty(
+            key, node, lambda i: _fits(self._run(todo, nodes[i], all_free=True))
+        )
+        return Verdict(False, answer.reason(), empty)
 
-    def _outcome(
+    def _run(
         self, claims: Sequence[ResourceClaim], node: Node, *, all_free: bool = False
     ) -> Outcome | str:
-        devices = self.devices_of(node)
-        signature = (
-            tuple(self.inventory.entries[i].device.fingerprint for i in devices.devices)
-            if all_free
-            else self._signature(node)
-        )
-        key = (tuple(c.spec for c in claims), signature, all_free, bool(devices.unusable_pools))
-        cached = self._outcomes.get(key)
-        if cached is not None:
-            return cached
-        if len(self._outcomes) > 100_000:
-            self._outcomes.clear()
         try:
-            result: Outcome | str = allocate(
+            return allocate(
                 [ClaimToAllocate(c.key, c.spec) for c in claims],
                 inventory=self.inventory,
-                node=devices,
+                node=self.devices_of(node),
                 is_free=(lambda _: True) if all_free else self.is_free,
                 classes=self.classes,
                 selectors=self.selectors,
             )
         except AllocationError as error:
-            result = str(error)
-        self._outcomes[key] = result
-        return result
+            return str(error)
 
     # ------------------------------------------------------------------ snapshot hooks
     def assume(self, pod: Pod, node: Node) -> bool:
@@ -331,7 +341,14 @@ class DraState:
                 undo.restored.append((claim.key, allocation))
         todo = [c for c in claims if self.allocation_of(c) is None]
         if todo:
-            outcome = self._outcome(todo, node)
+            index = self.feasibility.index_of(node)
+            outcome = (
+                self._run(todo, node)
+                if index is None
+                else self.feasibility.answer(
+                    tuple(c.spec for c in todo), index, lambda _: self._run(todo, node)
+                )
+            )
             if isinstance(outcome, str) or outcome.picks is None:
                 return False
             devices = self.devices_of(node)
@@ -452,6 +469,10 @@ class DraState:
                 NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),
             )
         return Allocation(results=tuple(results), node_selector=selector)
+
+
+def _fits(answer: Outcome | str) -> bool:
+    return not isinstance(answer, str) and answer.ok
 
 
 def _reserves(consumers: Iterable[Consumer], pod: Pod) -> bool:

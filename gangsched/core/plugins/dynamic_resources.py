@@ -31,12 +31,9 @@ class DynamicResources:
         claims = self._claims(ctx, state)
         if state is None or isinstance(claims, str):
             return np.zeros_like(candidates)
-        out = candidates.copy()
-        pod = ctx.pod
-        for node in np.flatnonzero(candidates):
-            if not state.verdict(pod, snap.nodes[int(node)], claims).ok:
-                out[node] = False
-        return out
+        return state.feasible_nodes(
+            claims, nodes=snap.nodes, generation=snap.node_generation, candidates=candidates
+        )
 
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
         state = _state(snap)
@@ -45,7 +42,9 @@ class DynamicResources:
             return [(NO_DRA, Code.UNRESOLVABLE)]
         if isinstance(claims, str):
             return [(claims, Code.UNRESOLVABLE)]
-        verdict: Verdict = state.verdict(ctx.pod, snap.nodes[node], claims)
+        verdict: Verdict = state.verdict(
+            claims, nodes=snap.nodes, generation=snap.node_generation, node=node
+        )
         if verdict.ok:
             return []
         return [(verdict.reason, Code.UNSCHEDULABLE if verdict.resolvable else Code.UNRESOLVABLE)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ GPU = DeviceView(
 
 
 def run(expression: str) -> bool | str:
-    return SelectorCache().matches(expression, 0, GPU.to_cel)
+    return SelectorCache().matches(expression, 0, GPU)
 
 
 @pytest.mark.parametrize(
@@ -96,18 +97,61 @@ def test_errors_are_values_with_a_message(expression: str, message: str) -> None
     assert result.startswith(message), result
 
 
+class Counting:
+    """Stands in for a compiled program and counts evaluations."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+        self.calls = 0
+
+    def eval(self, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.program.eval(**kwargs)
+
+
+def counted(cache: SelectorCache, expression: str) -> Counting:
+    selector = cache.compile(expression)
+    counter = Counting(selector.program)
+    selector.program = counter
+    return counter
+
+
+def other_gpu(**attributes: Any) -> DeviceView:
+    return DeviceView(GPU.driver, {**GPU.attributes, **attributes}, GPU.capacity)
+
+
 def test_compiled_once_and_evaluated_once_per_device_kind() -> None:
     cache = SelectorCache()
-    calls: list[int] = []
-
-    def view() -> dict[str, object]:
-        calls.append(1)
-        return GPU.to_cel()
-
     expression = 'device.attributes["gpu.example.com"].model == "A100"'
     assert cache.compile(expression) is cache.compile(expression)
+    counter = counted(cache, expression)
     for _ in range(3):
-        assert cache.matches(expression, 7, view) is True
-    assert len(calls) == 1
-    assert cache.matches(expression, 8, view) is True
-    assert len(calls) == 2
+        assert cache.matches(expression, 7, GPU) is True
+    assert counter.calls == 1
+
+
+def test_devices_differing_only_in_what_a_selector_cannot_see_share_its_result() -> None:
+    cache = SelectorCache()
+    expression = 'device.attributes["gpu.example.com"].model == "A100"'
+    counter = counted(cache, expression)
+    for kind in range(5):  # other index: invisible to this expression
+        assert cache.matches(expression, kind, other_gpu(**{"gpu.example.com/index": kind}))
+    assert counter.calls == 1
+    assert cache.matches(expression, 9, other_gpu(**{"gpu.example.com/model": "T4"})) is False
+    assert counter.calls == 2
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.attributes["gpu.example.com"].exists(k, k == "index")',
+        'size(device.attributes["gpu.example.com"]) > 2',
+        'device.attributes["gpu.example.com"]["ind" + "ex"] >= 0',
+    ],
+)
+def test_expressions_that_reach_unnamed_attributes_see_every_attribute(expression: str) -> None:
+    cache = SelectorCache()
+    counter = counted(cache, expression)
+    cache.matches(expression, 1, other_gpu(**{"gpu.example.com/index": 1}))
+    cache.matches(expression, 2, other_gpu(**{"gpu.example.com/index": 2}))
+    assert counter.calls == 2
