@@ -195,3 +195,26 @@ def test_dra_two_gpus(capsys: pytest.CaptureFixture[str]) -> None:
     assert {d["pool"] for d in claim["devices"]} == {"n2"}
     assert {d["driver"] for d in claim["devices"]} == {"gpu.example.com"}
     assert len({d["device"] for d in claim["devices"]}) == 2
+
+
+def test_dra_explain_says_per_node_why_devices_do_not_fit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    manifest = tmp_path / "eight.yaml"
+    manifest.write_text(
+        (EXAMPLES / "dra-two-gpus.yaml").read_text().replace("count: 2", "count: 8")
+    )
+    result = simulate(capsys, str(manifest))
+    assert result["bound"] == {} and "claims" not in result
+    message = result["unschedulable"]["default/trainer"]
+    assert "0/2 nodes are available" in message
+    for free in ("1 of 1", "4 of 4"):
+        assert (
+            "cannot allocate all claims (claim default/trainer-gpu request gpus: "
+            f"{free} matching device(s) free, 8 needed)"
+        ) in message
+    code = main(["explain", "--kind", "pod", "-f", str(manifest), "trainer"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "1 of 1 matching device(s) free, 8 needed" in out
+    assert "(2 of 2 node(s) cannot be fixed by preemption)" in out

@@ -143,9 +143,29 @@ class _Search:
             return Outcome(picks=[list(p) for p in self.picks])
         failed = ""
         if 0 <= self.deepest < len(self.slots):
-            slot = self.slots[self.deepest]
-            failed = f"claim {slot.claim_key} request {slot.name}"
+            failed = self._describe(self.deepest)
         return Outcome(picks=None, failed=failed, exhausted=self.exhausted)
+
+    def _describe(self, slot_index: int) -> str:
+        """The request the search could not get past, with what this node offers it (its
+        first alternative): how many devices match, how many of those are free."""
+        slot = self.slots[slot_index]
+        text = f"claim {slot.claim_key} request {slot.name}"
+        alt = slot.alternatives[0] if slot.alternatives else None
+        if alt is None or (slot_index, 0) in self.errors:
+            return text
+        matching = self.candidates.get((slot_index, 0), [])
+        free = sum(1 for p in matching if self.is_free(self.node.devices[p]))
+        need = "all" if alt.mode is AllocationMode.ALL else str(alt.count)
+        text += f": {free} of {len(matching)} matching device(s) free, {need} needed"
+        constrained = [
+            c.attribute
+            for c in self.claims[slot.claim].spec.constraints
+            if not c.requests or slot.name in c.requests
+        ]
+        if constrained:
+            text += f" with the same {', '.join(constrained)}"
+        return text
 
     # -- candidates ------------------------------------------------------------------------
     def _classify(self) -> None:

@@ -77,7 +77,10 @@ def test_devices_in_use_and_other_nodes_are_not_taken() -> None:
     assert names == [["gpus:gpu-1", "gpus:gpu-3"]]
     outcome, _ = run([gpu_claim_spec(3)], [gpu_slice("n1", 4)], in_use=in_use)
     assert not outcome.ok
-    assert outcome.reason() == "cannot allocate all claims (claim default/c0 request gpus)"
+    assert outcome.reason() == (
+        "cannot allocate all claims (claim default/c0 request gpus: "
+        "2 of 4 matching device(s) free, 3 needed)"
+    )
 
 
 def test_match_attribute_needs_backtracking_greedy_would_miss() -> None:
