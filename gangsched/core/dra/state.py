@@ -16,7 +16,7 @@ devices is taken or freed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -89,6 +89,11 @@ class DraState:
     _node_devices: dict[str, tuple[Node, NodeDevices]] = field(default_factory=dict)
     feasibility: FeasibilityCache = field(default_factory=FeasibilityCache)
     _undo: list[_Undo] = field(default_factory=list)
+    #: Claims whose committed decision the API server has not shown yet: key -> the
+    #: resourceVersion the decision was made on (its write is conditional on it).
+    _assumed: dict[str, str] = field(default_factory=dict)
+    #: The API server's latest copy of each claim (what `forget_claim` goes back to).
+    _observed: dict[str, ResourceClaim] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -141,7 +146,34 @@ class DraState:
         if claim.allocation is not None:
             self._hold(claim.key, claim.allocation, add=True)
 
+    def observe_claim(self, claim: ResourceClaim) -> None:
+        """A claim as the API server has it. While a decision about it is being written, the
+        copy it was made on changes nothing (the assumed allocation stands, as in
+        kube-scheduler's assume cache); any other version replaces the assumption."""
+        self._observed[claim.key] = claim
+        assumed = self._assumed.get(claim.key)
+        if assumed is not None:
+            if claim.resource_version == assumed:
+                return
+            del self._assumed[claim.key]
+        self.upsert_claim(claim)
+
+    def forget_claim(self, key: str) -> None:
+        """Writing the decision failed: the claim is again what the API server last said."""
+        if self._assumed.pop(key, None) is None:
+            return
+        observed = self._observed.get(key)
+        if observed is None:
+            self.delete_claim(key)
+        else:
+            self.upsert_claim(observed)
+
+    def observed_claim(self, key: str) -> ResourceClaim | None:
+        return self._observed.get(key)
+
     def delete_claim(self, key: str) -> None:
+        self._observed.pop(key, None)
+        self._assumed.pop(key, None)
         old = self.claims.pop(key, None)
         if old is not None and old.allocation is not None:
             self._hold(key, old.allocation, add=False)
@@ -428,9 +460,13 @@ class DraState:
                     resource_version=claim.resource_version,
                 )
             )
-            if allocation is not None:
-                claim.allocation = allocation  # already held in _holders
-            claim.reserved_for = (*claim.reserved_for, *reserve)
+            # A new object: the API server's copy stays as it was (see `forget_claim`).
+            self.claims[key] = replace(
+                claim,
+                allocation=allocation or claim.allocation,  # already held in _holders
+                reserved_for=(*claim.reserved_for, *reserve),
+            )
+            self._assumed.setdefault(key, claim.resource_version)
 
     def take_decisions(self) -> list[AllocateClaim]:
         out, self.outbox = self.outbox, []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import AllocateClaim, Bind
 from gangsched.core.dra.model import Allocation, DeviceResult, ResourceClaim
@@ -163,3 +165,29 @@ def test_without_dra_state_pods_with_claims_are_never_bound() -> None:
     report = step(Scheduler(cluster))
     assert report.result == UNSCHEDULABLE
     assert "the scheduler has no DRA state" in report.message
+
+
+def test_decided_claim_stays_assumed_until_the_api_server_shows_a_new_version() -> None:
+    pods, claims, g = gpu_gang("train", 2, 4)
+    for claim in claims:
+        claim.resource_version = "10"
+    scheduler = setup(pods, [], groups=[g])
+    dra = scheduler.cluster.dra
+    assert dra is not None
+    for claim in claims:
+        dra.observe_claim(claim)
+    step(scheduler)
+    first = claims[0].key
+    assert dra.claims[first].allocation is not None
+    assert claims[0].allocation is None, "the API server's copy is left as it was"
+    dra.observe_claim(claims[0])  # an informer resync of the old version changes nothing
+    assert dra.claims[first].allocation is not None
+    taken = set(dra._holders)
+    dra.forget_claim(first)  # the write failed: back to the API server's copy
+    assert dra.claims[first].allocation is None
+    assert len(dra._holders) == len(taken) - 4
+    written = replace(
+        claims[1], resource_version="11", allocation=dra.claims[claims[1].key].allocation
+    )
+    dra.observe_claim(written)  # the write landed
+    assert dra.claims[claims[1].key] is written
