@@ -166,7 +166,13 @@ class Problem:
             # is sliced, so every vector and matrix of the search has the same width.
             self.snap.vector(pod)
         victims_repel = any(pod.anti_affinity for unit in self.units for pod, _ in unit.placed)
-        self.fast = not victims_repel and not any(_reaches_other_pods(p) for p in pending)
+        # Devices (DRA) are freed only when a victim leaves through the snapshot journal
+        # (the claim hook releases claims only it used): claims take the exact path.
+        self.fast = (
+            not victims_repel
+            and not any(_reaches_other_pods(p) for p in pending)
+            and not any(p.claims for p in pending)
+        )
         if self.fast and any(pod.host_ports for pod in pending):
             for unit in self.units:
                 holders = [(pod, node) for pod, node in unit.placed if pod.host_ports]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import AllocateClaim, Bind
-from gangsched.core.dra.model import Allocation, DeviceResult, ResourceClaim
+from gangsched.core.decisions import AllocateClaim, Bind, Evict
+from gangsched.core.dra.model import Allocation, Consumer, DeviceResult, ResourceClaim
 from gangsched.core.dra.state import DraState
 from gangsched.core.labels import NodeSelectorTerm, Requirement
 from gangsched.core.model import Pod, PodClaim, PodGroup
+from gangsched.core.preemption import build_preemptor
 from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, CycleReport, Scheduler
 from tests.builders import (
     GPU_DRIVER,
@@ -191,3 +194,57 @@ def test_decided_claim_stays_assumed_until_the_api_server_shows_a_new_version() 
     )
     dra.observe_claim(written)  # the write landed
     assert dra.claims[claims[1].key] is written
+
+
+def preempting(pods: list[Pod], claims: list[ResourceClaim], strategy: str) -> Scheduler:
+    dra = DraState.build(classes=[gpu_class()], slices=[gpu_slice("n1", 8)], claims=claims)
+    cluster = ClusterState.build(
+        scheduler_name=SCHEDULER,
+        nodes=[node("n1", cpu=64, memory_gib=512)],
+        pods=pods,
+        dra=dra,
+    )
+    return Scheduler(
+        cluster, preemptor=build_preemptor(strategy=strategy, scheduler_name=SCHEDULER)
+    )
+
+
+@pytest.mark.parametrize("strategy", ["mincost", "kep"])
+def test_preemption_frees_the_victims_devices(strategy: str) -> None:
+    # The low pod holds all 8 GPUs of the only node; the high pod needs 4 of them.
+    low = with_resource_claims(pod("low", node_name="n1", priority=1), "low-gpu")
+    held = resource_claim("low-gpu", gpu_claim_spec(8))
+    held.allocation = Allocation(
+        results=tuple(DeviceResult("gpus", GPU_DRIVER, "n1", f"gpu-{i}") for i in range(8)),
+        node_selector=(
+            NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("n1",)),)),
+        ),
+    )
+    held.reserved_for = (Consumer("pods", "low", low.uid),)
+    high = with_resource_claims(pod("high", priority=100), "high-gpu")
+    scheduler = preempting(
+        [low, high], [held, resource_claim("high-gpu", gpu_claim_spec(4))], strategy
+    )
+    report = step(scheduler)
+    evicted = [d.pod for d in report.decisions if isinstance(d, Evict)]
+    assert evicted == ["default/low"]
+    assert "cannot allocate all claims" in report.message
+    dra = scheduler.cluster.dra
+    assert dra is not None
+    assert dra.claims["default/low-gpu"].allocation is not None, "dry runs leave no trace"
+    assert len(dra._holders) == 8
+
+
+@pytest.mark.parametrize("strategy", ["mincost", "kep"])
+def test_no_preemption_when_freeing_devices_cannot_help(strategy: str) -> None:
+    low = with_resource_claims(pod("low", node_name="n1", priority=1), "low-gpu")
+    held = resource_claim("low-gpu", gpu_claim_spec(2))
+    held.allocation = Allocation(results=(DeviceResult("gpus", GPU_DRIVER, "n1", "gpu-0"),))
+    held.reserved_for = (Consumer("pods", "low", low.uid),)
+    high = with_resource_claims(pod("high", priority=100), "high-gpu")
+    scheduler = preempting(
+        [low, high], [held, resource_claim("high-gpu", gpu_claim_spec(9))], strategy
+    )
+    report = step(scheduler)
+    assert not [d for d in report.decisions if isinstance(d, Evict)]
+    assert report.result == UNSCHEDULABLE
