@@ -200,7 +200,7 @@ def preempting(pods: list[Pod], claims: list[ResourceClaim], strategy: str) -> S
     dra = DraState.build(classes=[gpu_class()], slices=[gpu_slice("n1", 8)], claims=claims)
     cluster = ClusterState.build(
         scheduler_name=SCHEDULER,
-        nodes=[node("n1", cpu=64, memory_gib=512)],
+        nodes=[node("n1", 64, memory="512Gi")],
         pods=pods,
         dra=dra,
     )
