@@ -89,9 +89,9 @@ class DraState:
     _node_devices: dict[str, tuple[Node, NodeDevices]] = field(default_factory=dict)
     feasibility: FeasibilityCache = field(default_factory=FeasibilityCache)
     _undo: list[_Undo] = field(default_factory=list)
-    #: Claims whose committed decision the API server has not shown yet: key -> the
-    #: resourceVersion the decision was made on (its write is conditional on it).
-    _assumed: dict[str, str] = field(default_factory=dict)
+    #: Claims whose committed decision the API server has not shown yet: key -> what the
+    #: decision writes (an allocation, pods' uids for reservedFor).
+    _assumed: dict[str, tuple[bool, frozenset[str]]] = field(default_factory=dict)
     #: The API server's latest copy of each claim (what `forget_claim` goes back to).
     _observed: dict[str, ResourceClaim] = field(default_factory=dict)
 
@@ -148,12 +148,16 @@ class DraState:
 
     def observe_claim(self, claim: ResourceClaim) -> None:
         """A claim as the API server has it. While a decision about it is being written, the
-        copy it was made on changes nothing (the assumed allocation stands, as in
-        kube-scheduler's assume cache); any other version replaces the assumption."""
+        assumed claim stands until the API server's copy shows the decision done (as in
+        kube-scheduler's assume cache): the finalizer write in between, a resync or an
+        unrelated update must not free its devices. A write that fails (the claim changed
+        meanwhile: 409) ends with `forget_claim`."""
         self._observed[claim.key] = claim
         assumed = self._assumed.get(claim.key)
         if assumed is not None:
-            if claim.resource_version == assumed:
+            allocates, uids = assumed
+            reserved = {c.uid for c in claim.reserved_for}
+            if (allocates and claim.allocation is None) or not uids <= reserved:
                 return
             del self._assumed[claim.key]
         self.upsert_claim(claim)
@@ -466,7 +470,11 @@ class DraState:
                 allocation=allocation or claim.allocation,  # already held in _holders
                 reserved_for=(*claim.reserved_for, *reserve),
             )
-            self._assumed.setdefault(key, claim.resource_version)
+            allocates, uids = self._assumed.get(key, (False, frozenset()))
+            self._assumed[key] = (
+                allocates or allocation is not None,
+                uids | {c.uid for c in reserve},
+            )
 
     def take_decisions(self) -> list[AllocateClaim]:
         out, self.outbox = self.outbox, []

@@ -170,7 +170,7 @@ def test_without_dra_state_pods_with_claims_are_never_bound() -> None:
     assert "the scheduler has no DRA state" in report.message
 
 
-def test_decided_claim_stays_assumed_until_the_api_server_shows_a_new_version() -> None:
+def test_decided_claim_stays_assumed_until_the_api_server_shows_it_done() -> None:
     pods, claims, g = gpu_gang("train", 2, 4)
     for claim in claims:
         claim.resource_version = "10"
@@ -185,13 +185,18 @@ def test_decided_claim_stays_assumed_until_the_api_server_shows_a_new_version() 
     assert claims[0].allocation is None, "the API server's copy is left as it was"
     dra.observe_claim(claims[0])  # an informer resync of the old version changes nothing
     assert dra.claims[first].allocation is not None
+    finalized = replace(claims[0], resource_version="11", finalizers=("x",))
+    dra.observe_claim(finalized)  # the finalizer written, the status not yet
+    assert dra.claims[first].allocation is not None
     taken = set(dra._holders)
     dra.forget_claim(first)  # the write failed: back to the API server's copy
     assert dra.claims[first].allocation is None
     assert len(dra._holders) == len(taken) - 4
-    written = replace(
-        claims[1], resource_version="11", allocation=dra.claims[claims[1].key].allocation
-    )
+    decided = dra.claims[claims[1].key]
+    allocated = replace(claims[1], resource_version="11", allocation=decided.allocation)
+    dra.observe_claim(allocated)  # allocated, not reserved yet: still the decision
+    assert dra.claims[claims[1].key] is decided
+    written = replace(allocated, resource_version="12", reserved_for=decided.reserved_for)
     dra.observe_claim(written)  # the write landed
     assert dra.claims[claims[1].key] is written
 
