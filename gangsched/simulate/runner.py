@@ -104,16 +104,10 @@ class SimulationResult:
                 }
                 for key, g in sorted(self.pod_groups.items())
             },
-            **(
-                {
-                    "claims": {
-                        key: {"node": c.node, "devices": c.devices}
-                        for key, c in sorted(self.claims.items())
-                    }
-                }
-                if self.claims
-                else {}
-            ),
+            "claims": {
+                key: {"node": c.node, "devices": c.devices}
+                for key, c in sorted(self.claims.items())
+            },
             "timeline": [
                 {
                     "step": s.number,
