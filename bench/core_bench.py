@@ -5,6 +5,13 @@ Cluster: N nodes (32 CPU, 128 GiB, 110 pods) with 10 running pods each (mixed si
 same Scheduler that `gangsched run` uses. Reports per-cycle average and p99, pods/s, and peak
 RSS, at several cluster sizes so the growth of cost with nodes is visible.
 
+Constrained gangs (`--constrained N`, default 10): N gangs of 64 whose members repel each
+other (required pod anti-affinity on the hostname) and N gangs of 64 spread over the zones
+(topology spread, maxSkew 1, DoNotSchedule), among the same running pods. Their cycles read
+the snapshot's incremental per-node pod counts; `--before FILE` copies the constrained figures
+of an earlier run (e.g. one made before the counts were incremental) into each row as
+`before`, so the two stand side by side.
+
     .venv/bin/python -m bench.core_bench [--nodes 1000 5000 10000] [--json bench/results/core.json]
 
 Each size runs in a fresh subprocess so peak RSS is per size, not cumulative.
@@ -22,13 +29,22 @@ import time
 from pathlib import Path
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.model import Dialect, GroupRef, Node, Pod, PodGroup
+from gangsched.core.labels import LabelSelector
+from gangsched.core.model import (
+    Dialect,
+    GroupRef,
+    Node,
+    Pod,
+    PodAffinityTerm,
+    PodGroup,
+    TopologySpreadConstraint,
+)
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 
 GIB = 1024**3
 
 
-def build(nodes: int, small: int, large: int) -> tuple[ClusterState, float]:
+def build(nodes: int, small: int, large: int, constrained: int = 0) -> tuple[ClusterState, float]:
     started = time.perf_counter()
     node_list = [
         Node(
@@ -73,17 +89,49 @@ def build(nodes: int, small: int, large: int) -> tuple[ClusterState, float]:
                         created=created,
                     )
                 )
+    for kind in CONSTRAINED:
+        for g in range(constrained):
+            ref = GroupRef(Dialect.SIGS, "jobs", f"{kind}-{g}")
+            groups.append(PodGroup(ref=ref, min_member=64, created=created))
+            for m in range(64):
+                created += 1
+                pods.append(constrained_member(kind, ref, m, created))
     state = ClusterState.build(
         scheduler_name="gangsched", nodes=node_list, pods=pods, groups=groups
     )
     return state, time.perf_counter() - started
 
 
-def run_one(nodes: int, small: int, large: int) -> dict[str, object]:
-    state, build_seconds = build(nodes, small, large)
+#: Gang name prefixes of the constrained workloads.
+CONSTRAINED = ("anti-affinity", "spread")
+
+
+def constrained_member(kind: str, ref: GroupRef, m: int, created: float) -> Pod:
+    """A member repelling its gang's other members (one per host), or spread over zones."""
+    labels = {"app": ref.name}
+    selector = LabelSelector(match_labels=(("app", ref.name),))
+    member = Pod(
+        namespace="jobs",
+        name=f"{ref.name}-{m}",
+        uid=f"{ref.name}-{m}",
+        scheduler_name="gangsched",
+        labels=labels,
+        requests={"cpu": 1000, "memory": 2 * GIB},
+        group=ref,
+        created=created,
+    )
+    if kind == "anti-affinity":
+        member.anti_affinity = (PodAffinityTerm(selector, "kubernetes.io/hostname"),)
+    else:
+        member.spread = (TopologySpreadConstraint(1, "zone", "DoNotSchedule", selector),)
+    return member
+
+
+def run_one(nodes: int, small: int, large: int, constrained: int) -> dict[str, object]:
+    state, build_seconds = build(nodes, small, large, constrained)
     sched = Scheduler(state)
     sched.enqueue_pending()
-    per_size: dict[int, list[float]] = {3: [], 64: []}
+    per_size: dict[int | str, list[float]] = {3: [], 64: []}
     failures = 0
     started = time.perf_counter()
     pods_bound = 0
@@ -93,7 +141,8 @@ def run_one(nodes: int, small: int, large: int) -> dict[str, object]:
         elapsed = time.perf_counter() - t0
         if report is None:
             break
-        size = len(report.pods)
+        kind = report.gang.name.rsplit("-", 1)[0]
+        size: int | str = kind if kind in CONSTRAINED else len(report.pods)
         per_size.setdefault(size, []).append(elapsed)
         if report.result == SCHEDULED:
             pods_bound += len(report.bound)
@@ -119,6 +168,7 @@ def run_one(nodes: int, small: int, large: int) -> dict[str, object]:
         "build_seconds": round(build_seconds, 2),
         "gangs_of_3": stats(per_size.get(3, [])),
         "gangs_of_64": stats(per_size.get(64, [])),
+        "constrained_gangs_of_64": {kind: stats(per_size.get(kind, [])) for kind in CONSTRAINED},
         "unscheduled_gangs": failures,
         "pods_bound": pods_bound,
         "pods_per_second": round(pods_bound / total, 1) if total else 0.0,
@@ -132,12 +182,23 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--small", type=int, default=1000, help="gangs of 3 pods")
     parser.add_argument("--large", type=int, default=100, help="gangs of 64 pods")
+    parser.add_argument(
+        "--constrained", type=int, default=10, help="gangs of 64 per constrained kind"
+    )
+    parser.add_argument(
+        "--before", type=Path, help="an earlier core.json whose constrained figures to keep"
+    )
     parser.add_argument("--json", default="bench/results/core.json")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one, args.small, args.large)))
+        print(json.dumps(run_one(args.one, args.small, args.large, args.constrained)))
         return
+    before = {}
+    if args.before:
+        for row in json.loads(args.before.read_text()):
+            figures = row.get("constrained_gangs_of_64", {})
+            before[row["nodes"]] = {kind: figures[kind] for kind in CONSTRAINED if kind in figures}
     results = []
     for nodes in args.nodes:
         out = subprocess.run(
@@ -151,12 +212,16 @@ def main() -> None:
                 str(args.small),
                 "--large",
                 str(args.large),
+                "--constrained",
+                str(args.constrained),
             ],
             check=True,
             capture_output=True,
             text=True,
         )
         row = json.loads(out.stdout.strip().splitlines()[-1])
+        if nodes in before:
+            row["constrained_gangs_of_64"]["before"] = before[nodes]
         results.append(row)
         g3, g64 = row["gangs_of_3"], row["gangs_of_64"]
         print(
@@ -165,6 +230,9 @@ def main() -> None:
             f"{g64.get('avg_ms')} ms p99 {g64.get('p99_ms')} ms | {row['pods_per_second']} pods/s"
             f" | RSS {row['peak_rss_mib']} MiB | unscheduled {row['unscheduled_gangs']}"
         )
+        for kind, figures in row["constrained_gangs_of_64"].items():
+            if kind in CONSTRAINED:
+                print(f"{'':>6} constrained gang of 64, {kind}: avg {figures.get('avg_ms')} ms")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
 
