@@ -216,6 +216,17 @@ class ClusterState:
             self.snapshot.nominate(pod, self.snapshot.index[node_name])
         self.snapshot.commit()
 
+    def set_terminating(self, pod: Pod, terminating: bool) -> None:
+        """Mark a pod (not) terminating in place, e.g. when its eviction is sent or failed.
+        The snapshot counts terminating pods apart (topology spread ignores them), so the pod
+        is taken off and put back around the change; its capacity stays where it is."""
+        node = self.snapshot.placed_at(pod)
+        if node is not None:
+            self.snapshot.hide(pod, node)
+        pod.terminating = terminating
+        if node is not None:
+            self.snapshot.show(pod, node)
+
     def upsert_node(self, node: Node) -> None:
         self.nodes[node.name] = node
         self.snapshot.update_node(node)

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gangsched.core.model import GroupRef, Node, Pod
+from gangsched.core.pod_counts import PodCounts, TermCounts
 from gangsched.core.resources import PODS, STANDARD_RESOURCES
 from gangsched.core.volumes.book import VolumeBook
 
@@ -81,6 +82,15 @@ class Snapshot:
     port_holders: dict[int, dict[str, Pod]] = field(default_factory=dict)
     #: Resource claims (DRA), when the cluster has any support for them.
     claims: ClaimHook | None = None
+    #: Placed pods matching the affinity and spread plugins' questions, per node, kept
+    #: current by show/hide (and so undone by rollback): a constrained gang costs O(members).
+    pod_counts: PodCounts = field(default_factory=PodCounts)
+    #: The required anti-affinity terms placed pods carry, per node (symmetry checks).
+    anti_affinity_terms: TermCounts = field(
+        default_factory=lambda: TermCounts(lambda pod: pod.anti_affinity)
+    )
+    #: Node of every placed pod, by key (a pod assumed in this cycle has no node_name yet).
+    located: dict[str, int] = field(default_factory=dict)
 
     # ----------------------------------------------------------------------------- building
     @classmethod
@@ -109,6 +119,9 @@ class Snapshot:
         self.node_pods = [{} for _ in ordered]
         self.anti_affinity_pods = {}
         self.port_holders = {}
+        self.located = {}
+        self.pod_counts.reset(len(ordered))
+        self.anti_affinity_terms.reset(len(ordered))
         self._vector_cache.clear()
         for i, node in enumerate(ordered):
             self._write_allocatable(i, node)
@@ -186,6 +199,13 @@ class Snapshot:
 
     def node_of(self, pod: Pod) -> int | None:
         return None if pod.node_name is None else self.index.get(pod.node_name)
+
+    def placed_at(self, pod: Pod) -> int | None:
+        """The node this very pod object is placed on in the snapshot (assumed or bound)."""
+        node = self.located.get(pod.key)
+        if node is None or self.node_pods[node].get(pod.key) is not pod:
+            return None
+        return node
 
     def inverse_allocatable(self) -> FloatMatrix:
         """1 / allocatable per node and resource (0 where the node has none), cached until
@@ -339,13 +359,21 @@ class Snapshot:
         """Make a pod visible on its node to the pod-reading plugins (ports, affinity, spread)
         without touching capacity. Preemption's fast path pairs it with `hide`."""
         self.node_pods[node][pod.key] = pod
+        self.located[pod.key] = node
+        self.pod_counts.added(pod, node)
         if pod.anti_affinity:
             self.anti_affinity_pods[pod.key] = (pod, node)
+            self.anti_affinity_terms.added(pod, node)
         if pod.host_ports:
             self.port_holders.setdefault(node, {})[pod.key] = pod
 
     def hide(self, pod: Pod, node: int) -> None:
         del self.node_pods[node][pod.key]
+        if self.located.get(pod.key) == node:
+            del self.located[pod.key]
+        self.pod_counts.removed(pod, node)
+        if pod.anti_affinity:
+            self.anti_affinity_terms.removed(pod, node)
         self.anti_affinity_pods.pop(pod.key, None)
         if pod.host_ports:
             holders = self.port_holders.get(node)

@@ -213,7 +213,7 @@ class ClusterCache:
         if pod is None or pod.uid != uid or pod.terminating:
             return
         self.evicting[key] = uid
-        pod.terminating = True
+        self.cluster.set_terminating(pod, True)
 
     def eviction_failed(self, key: str, uid: str) -> None:
         """The eviction was not carried out: the victim counts as running again."""
@@ -221,7 +221,7 @@ class ClusterCache:
             return
         pod = self.cluster.pods.get(key)
         if pod is not None and pod.uid == uid:
-            pod.terminating = False
+            self.cluster.set_terminating(pod, False)
             self._changed()
 
     def _forget_pod(self, key: str) -> None:

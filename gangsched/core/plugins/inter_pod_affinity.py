@@ -11,14 +11,16 @@ Three checks, the first failing one names the reason:
 * symmetry: required anti-affinity terms of pods already placed (`snap.anti_affinity_pods`)
   that match the incoming pod reject every node in the placed pod's domain.
 
-Counting is one pass over the pods per call, into per-domain arrays that are spread over
-nodes through the cached topology-key domain ids; pods assumed earlier in the cycle are on
-their nodes in the snapshot and count like bound ones.
+Matching pods per node come from the snapshot's incremental counts (`Snapshot.pod_counts`
+for the pod's own terms, `Snapshot.anti_affinity_terms` for the placed pods' terms), kept
+current as pods are placed, removed and rolled back, so a constrained gang costs O(members)
+passes over nodes, not over pods; they are summed per domain through the cached topology-key
+domain ids. Pods assumed earlier in the cycle count like bound ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -26,12 +28,12 @@ import numpy.typing as npt
 from gangsched.core.framework import PodContext
 from gangsched.core.model import Pod, PodAffinityTerm
 from gangsched.core.plugins.pod_topology_spread import (
-    Domains,
     domains,
     label_predicate,
     memo_get,
     memo_put,
 )
+from gangsched.core.pod_counts import count_matching
 from gangsched.core.snapshot import BoolVector, IntVector, Snapshot
 from gangsched.core.status import Code
 
@@ -59,28 +61,6 @@ def term_matches(
     if not term.selects_namespace(owner_namespace, pod.namespace, namespace_labels):
         return False
     return term.selector.matches(pod.labels)
-
-
-class _DomainCounts:
-    """Per topology key, a count per domain, filled pod by pod and read per node."""
-
-    def __init__(self, snap: Snapshot, keys: Iterable[str]) -> None:
-        self.domains: dict[str, Domains] = {key: domains(snap, key) for key in keys}
-        self._ids = {key: d.ids.tolist() for key, d in self.domains.items()}
-        self.counts: dict[str, list[int]] = {
-            key: [0] * len(d.values) for key, d in self.domains.items()
-        }
-
-    def add(self, key: str, node: int, pods: int) -> bool:
-        """Count `pods` pods on `node` in its domain; False when the node lacks the key."""
-        domain: int = self._ids[key][node]
-        if domain < 0:
-            return False
-        self.counts[key][domain] += pods
-        return True
-
-    def per_node(self, key: str) -> IntVector:
-        return self.domains[key].per_node(np.array(self.counts[key], dtype=np.int64))
 
 
 class InterPodAffinity:
@@ -147,77 +127,85 @@ def _all_of(predicates: list[PodPredicate]) -> PodPredicate:
     return lambda pod: all(p(pod) for p in predicates)
 
 
+def _matching(pod: Pod, snap: Snapshot, terms: tuple[PodAffinityTerm, ...], key: str) -> IntVector:
+    """Per node, the placed pods (the pod itself excepted) matching every term of `terms`.
+
+    From the snapshot's incremental counts, unless a term selects namespaces by their labels
+    (which change apart from pods): that question is answered by a full pass each time.
+    """
+    ns_labels = snap.namespace_labels
+    predicate = _all_of([_term_predicate(t, pod.namespace, ns_labels) for t in terms])
+    if any(t.namespace_selector is not None for t in terms):
+        counts = count_matching(predicate, snap.node_pods)
+    else:
+        live = snap.pod_counts.per_node((key, pod.namespace, terms), predicate, snap.node_pods)
+        counts = live.copy()
+    own = snap.placed_at(pod)
+    if own is not None and predicate(pod):
+        counts[own] -= 1
+    return counts
+
+
 def _incoming(pod: Pod, snap: Snapshot) -> tuple[BoolVector, BoolVector]:
     """Per node: (affinity satisfied, anti-affinity satisfied) for the pod's own terms."""
-    ns_labels = snap.namespace_labels
-    affinity, anti_affinity = pod.affinity, pod.anti_affinity
-    affinity_keys = list(dict.fromkeys(t.topology_key for t in affinity))
-    matched = _DomainCounts(snap, affinity_keys)
-    avoided = _DomainCounts(snap, dict.fromkeys(t.topology_key for t in anti_affinity))
-    matches_all = (
-        _all_of([_term_predicate(t, pod.namespace, ns_labels) for t in affinity])
-        if affinity
-        else None
-    )
-    repels = [(t.topology_key, _term_predicate(t, pod.namespace, ns_labels)) for t in anti_affinity]
-    any_matched = False  # upstream: len(affinityCounts) > 0
-    for node, pods in enumerate(snap.node_pods):
-        if not pods:
-            continue
-        if matches_all is not None:
-            # `other is not pod`: never its own neighbour (it is not placed while scheduled).
-            found = sum(1 for other in pods.values() if other is not pod and matches_all(other))
-            if found:
-                for key in affinity_keys:
-                    any_matched = matched.add(key, node, found) or any_matched
-        for key, repel in repels:
-            found = sum(1 for other in pods.values() if other is not pod and repel(other))
-            if found:
-                avoided.add(key, node, found)
-
     size = len(snap)
     affinity_ok: BoolVector = np.ones(size, dtype=np.bool_)
-    if affinity:
+    if pod.affinity:
+        # Upstream counts, per term's domain, the pods matching *all* the terms.
+        found = _matching(pod, snap, pod.affinity, "affinity")
         has_keys: BoolVector = np.ones(size, dtype=np.bool_)
+        has_any_key: BoolVector = np.zeros(size, dtype=np.bool_)
         found_all: BoolVector = np.ones(size, dtype=np.bool_)
-        for key in affinity_keys:
-            has_keys &= matched.domains[key].present
-            found_all &= matched.per_node(key) > 0
-        own = ns_labels.get(pod.namespace, {})
+        for key in dict.fromkeys(t.topology_key for t in pod.affinity):
+            d = domains(snap, key)
+            has_keys &= d.present
+            has_any_key |= d.present
+            found_all &= d.per_node(d.totals(found, d.present)) > 0
+        any_matched = bool(((found > 0) & has_any_key).any())  # upstream: len(affinityCounts)
+        own = snap.namespace_labels.get(pod.namespace, {})
         first_of_group = not any_matched and all(
-            term_matches(t, pod.namespace, pod, own) for t in affinity
+            term_matches(t, pod.namespace, pod, own) for t in pod.affinity
         )
         affinity_ok = has_keys & (found_all | first_of_group)
 
     anti_affinity_ok: BoolVector = np.ones(size, dtype=np.bool_)
-    for key in avoided.domains:
-        anti_affinity_ok &= avoided.per_node(key) == 0  # 0 also where the key is missing
+    avoided: dict[str, IntVector] = {}
+    for term in pod.anti_affinity:
+        d = domains(snap, term.topology_key)
+        per_domain = d.totals(_matching(pod, snap, (term,), "anti-affinity"), d.present)
+        previous = avoided.get(term.topology_key)
+        avoided[term.topology_key] = per_domain if previous is None else previous + per_domain
+    for key, per_domain in avoided.items():
+        anti_affinity_ok &= domains(snap, key).per_node(per_domain) == 0  # 0 where key missing
     return affinity_ok, anti_affinity_ok
 
 
 def _existing(pod: Pod, snap: Snapshot) -> BoolVector:
     """Per node: no placed pod's required anti-affinity term forbids the pod there.
 
-    Replicas of one workload carry identical terms, so each distinct (namespace, term) is
-    matched against the pod once; the per-pod work left is a dict lookup.
+    The snapshot keeps, per (namespace, term) that placed pods carry, how many carry it on
+    each node; replicas of one workload share an entry, so each distinct term is matched
+    against the pod once and its domains are found with NumPy.
     """
     labels = snap.namespace_labels.get(pod.namespace, {})
-    verdict: dict[tuple[str, PodAffinityTerm], bool] = {}
-    forbidden: dict[str, set[int]] = {}
-    for other, node in snap.anti_affinity_pods.values():
-        if other is pod:
-            continue
-        for term in other.anti_affinity:
-            key = (other.namespace, term)
-            matches = verdict.get(key)
-            if matches is None:
-                matches = verdict[key] = term_matches(term, other.namespace, pod, labels)
-            if matches:
-                domain = int(domains(snap, term.topology_key).ids[node])
-                if domain >= 0:
-                    forbidden.setdefault(term.topology_key, set()).add(domain)
+    own = snap.placed_at(pod)
     ok: BoolVector = np.ones(len(snap), dtype=np.bool_)
-    for topology_key, ids in forbidden.items():
-        blocked = np.fromiter(ids, dtype=np.int64, count=len(ids))
-        ok &= ~np.isin(domains(snap, topology_key).ids, blocked)
+    for (namespace, term), carriers in snap.anti_affinity_terms.items():
+        if not term_matches(term, namespace, pod, labels):
+            continue
+        holders = carriers
+        if own is not None and (namespace, term) in _carried(pod):
+            holders = carriers.copy()  # never its own neighbour
+            holders[own] -= _carried(pod)[(namespace, term)]
+        d = domains(snap, term.topology_key)
+        blocked = np.unique(d.ids[(holders > 0) & d.present])
+        if len(blocked):
+            ok &= ~np.isin(d.ids, blocked)
     return ok
+
+
+def _carried(pod: Pod) -> dict[tuple[str, PodAffinityTerm], int]:
+    out: dict[tuple[str, PodAffinityTerm], int] = {}
+    for term in pod.anti_affinity:
+        out[(pod.namespace, term)] = out.get((pod.namespace, term), 0) + 1
+    return out

@@ -6,8 +6,11 @@ a node is rejected when placing the pod there would make its domain exceed the g
 minimum by more than maxSkew. Pods assumed earlier in the cycle are on their nodes in the
 snapshot, so members of one gang spread across domains as they are placed one by one.
 
-Counting walks the pods once per call and is then vectorised over nodes through a cached
-per-topology-key array of domain ids (`domains`), shared with InterPodAffinity.
+Matching pods per node come from the snapshot's incremental counts (`Snapshot.pod_counts`:
+one full pass when a selector is first asked about, then kept current as pods are placed,
+removed and rolled back), so each gang member costs O(nodes) NumPy work, not a walk over
+every pod; the per-node counts are summed per domain through a cached per-topology-key array
+of domain ids (`domains`), shared with InterPodAffinity.
 """
 
 from __future__ import annotations
@@ -171,26 +174,26 @@ def _counts(
     a missing nor an empty selector counts anything (both come out as zeros).
     """
     wanted = [s for s in dict.fromkeys(selectors) if s is not None and not s.is_empty]
-    counts = {s: np.zeros(len(snap), dtype=np.int64) for s in wanted}
-    if not wanted:
-        return counts
-    namespace = pod.namespace
-    node_pods = snap.node_pods
+    counts: dict[LabelSelector, IntVector] = {}
+    own = snap.placed_at(pod)  # never its own neighbour
     for selector in wanted:
-        matches = label_predicate(selector)
-        column = counts[selector]
-        for i in np.flatnonzero(nodes).tolist():
-            found = 0
-            for other in node_pods[i].values():
-                if (
-                    other.namespace == namespace
-                    and not other.terminating
-                    and other is not pod
-                    and matches(other.labels)
-                ):
-                    found += 1
-            column[i] = found
+        matches = _spread_predicate(pod.namespace, selector)
+        live = snap.pod_counts.per_node(
+            ("spread", pod.namespace, selector), matches, snap.node_pods
+        )
+        column: IntVector = np.where(nodes, live, 0)
+        if own is not None and nodes[own] and matches(pod):
+            column[own] -= 1
+        counts[selector] = column
     return counts
+
+
+def _spread_predicate(namespace: str, selector: LabelSelector) -> Callable[[Pod], bool]:
+    """The pods a constraint counts: same namespace, not terminating, selector matches."""
+    labels_match = label_predicate(selector)
+    return lambda other: (
+        other.namespace == namespace and not other.terminating and labels_match(other.labels)
+    )
 
 
 def _matching(
