@@ -42,7 +42,9 @@ def scenario_podgroups() -> list[tuple[str, JSON]]:
     found = []
     for f in sorted(SCENARIOS.glob("*.yaml")):
         for doc in load_manifests(f):
-            if doc.get("kind") == "PodGroup":
+            # Only gangsched's own CRD (the topology scenario also holds an upstream one).
+            api = str(doc.get("apiVersion", ""))
+            if doc.get("kind") == "PodGroup" and api.startswith("scheduling.sigs.k8s.io/"):
                 found.append((f.name, doc))
     return found
 

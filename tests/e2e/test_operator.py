@@ -263,6 +263,45 @@ async def test_members_created_one_by_one_bind_only_when_min_member_exist(env: E
     assert len(bound) == 3
 
 
+async def test_members_beyond_the_quorum_bind_first_then_preempt(env: Env) -> None:
+    """kube-scheduler's "Binding first before preemption" on the live cluster (issue 19 item
+    1): the quorum is bound, two more members arrive with room for one; that one binds, the
+    other preempts the low-priority pod, and the group's condition stays Scheduled."""
+    (node,) = await env.add_nodes(1, cpu="4")
+    await env.create_pod(
+        env.pod("low", cpu="1", scheduler_name="other", priority_class_name=LOW, node_name=node)
+    )
+    await env.kube.create(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups",
+        env.pod_group("g", 2, priorityClassName=HIGH),
+    )
+    for i in (1, 2):
+        await env.create_pod(env.pod(f"g-{i}", cpu="1", group="g", priority_class_name=HIGH))
+    await env.wait_bound(["g-1", "g-2"])
+    for i in (3, 4):
+        await env.create_pod(env.pod(f"g-{i}", cpu="1", group="g", priority_class_name=HIGH))
+
+    marked: dict[str, str] = {}
+
+    async def victim_marked_or_gone() -> bool:
+        pods = await env.pods()
+        cond = condition(pods["low"], "DisruptionTarget") if "low" in pods else None
+        if cond:
+            marked["message"] = cond["message"]
+        return bool(marked) or "low" not in pods
+
+    await wait_for(victim_marked_or_gone, timeout=60, interval=0.1, what="low preempted")
+    bound = await env.wait_bound(["g-1", "g-2", "g-3", "g-4"], timeout=90)
+    assert set(bound.values()) == {node}
+    pods = await env.pods()
+    assert "low" not in pods
+    if marked:
+        assert f"preemptor: {env.ns}/g, triggerpod: {env.ns}/g-" in marked["message"]
+    assert node_usage(pods)[node] <= 4000
+    group = await env.kube.get(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/g")
+    assert (condition(group, "PodGroupScheduled") or {}).get("status") == "True"
+
+
 async def test_upstream_and_x_k8s_dialects_are_gang_scheduled(env: Env) -> None:
     await env.add_nodes(2, cpu="4")
     await env.kube.create(
