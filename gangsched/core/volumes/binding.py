@@ -166,9 +166,8 @@ def _joint_mask(
         for shape in index.fitting(claim, storage_class.name):
             if shape not in remaining:
                 count = index.counts[shape].copy()
-                for volume in book.taken:
-                    if index.shape.get(volume) == shape:
-                        count -= index.reach(snap, volume)
+                taken = [v for v in book.taken if index.shape.get(v) == shape]
+                index.subtract(snap, count, taken)
                 remaining[shape] = count
             take = need & (remaining[shape] > 0)
             remaining[shape] -= take

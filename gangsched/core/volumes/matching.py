@@ -32,7 +32,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 _PLUGIN = "VolumeBinding"
 
 
-def _hostname_index(snap: Snapshot) -> dict[str, list[int]]:
+def hostname_index(snap: Snapshot) -> dict[str, list[int]]:
     def compute() -> dict[str, list[int]]:
         index: dict[str, list[int]] = {}
         for i, node in enumerate(snap.nodes):
@@ -68,25 +68,36 @@ def terms_mask(snap: Snapshot, terms: tuple[NodeSelectorTerm, ...] | None) -> Bo
 
 def _single_node_terms(snap: Snapshot, terms: tuple[NodeSelectorTerm, ...]) -> BoolVector | None:
     """Terms each made of one `hostname In [...]` or `metadata.name In [...]` requirement."""
+    indices = single_node_indices(snap, terms)
+    if indices is None:
+        return None
     mask = np.zeros(len(snap), dtype=np.bool_)
+    mask[indices] = True
+    return mask
+
+
+def single_node_indices(
+    snap: Snapshot,
+    terms: tuple[NodeSelectorTerm, ...],
+    hostnames: dict[str, list[int]] | None = None,
+) -> list[int] | None:
+    """The node indices of the local-PV affinity shape, or None for any other shape."""
+    out: list[int] = []
     for term in terms:
         reqs = term.match_expressions + term.match_fields
         if len(reqs) != 1 or reqs[0].operator != "In":
             return None
         req = reqs[0]
         if term.match_fields and req.key == "metadata.name":
-            for value in req.values:
-                index = snap.index.get(value)
-                if index is not None:
-                    mask[index] = True
+            out += [snap.index[v] for v in req.values if v in snap.index]
         elif term.match_expressions and req.key == HOSTNAME_LABEL:
-            hostnames = _hostname_index(snap)
+            if hostnames is None:
+                hostnames = hostname_index(snap)
             for value in req.values:
-                for index in hostnames.get(value, ()):
-                    mask[index] = True
+                out += hostnames.get(value, ())
         else:
             return None
-    return mask
+    return out
 
 
 def volume_admits(volume: PersistentVolume, snap: Snapshot, node: int) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gangsched.core.labels import NodeSelectorTerm
-from gangsched.core.volumes.matching import terms_mask
+from gangsched.core.volumes.matching import hostname_index, single_node_indices, terms_mask
 from gangsched.core.volumes.model import PersistentVolume, PersistentVolumeClaim
 
 if TYPE_CHECKING:
@@ -68,9 +68,11 @@ class StaticIndex:
     counts: dict[Shape, CountVector] = field(default_factory=dict)
     #: Per shape, node index -> its PVs that reach the node (name order).
     by_node: dict[Shape, dict[int, list[PersistentVolume]]] = field(default_factory=dict)
-    #: PV name -> its shape and node affinity (available PVs only).
+    #: PV name -> its shape and node affinity (available PVs only), and for the local-PV
+    #: affinity shape the node indices it reaches.
     shape: dict[str, Shape] = field(default_factory=dict)
     affinity: dict[str, tuple[NodeSelectorTerm, ...] | None] = field(default_factory=dict)
+    nodes_of: dict[str, list[int]] = field(default_factory=dict)
     #: Claim key -> PVs whose claimRef names it (pre-bound), not being deleted.
     prebound: dict[str, list[PersistentVolume]] = field(default_factory=dict)
 
@@ -78,6 +80,8 @@ class StaticIndex:
     def build(cls, book: VolumeBook, snap: Snapshot) -> StaticIndex:
         index = cls()
         size = len(snap)
+        hostnames = hostname_index(snap)
+        local: dict[Shape, list[int]] = {}
         for volume in sorted(book.volumes.values(), key=lambda v: (v.capacity, v.name)):
             if volume.claim_ref is not None:
                 if not volume.deleting:
@@ -86,18 +90,41 @@ class StaticIndex:
             if not is_available(volume):
                 continue
             shape = shape_of(volume)
-            reach = terms_mask(snap, volume.node_affinity)
             index.shape[volume.name] = shape
             index.affinity[volume.name] = volume.node_affinity
             if shape not in index.counts:
                 index.counts[shape] = np.zeros(size, dtype=np.int32)
                 index.by_node[shape] = {}
                 index.shapes.setdefault(shape.storage_class, []).append(shape)
-            index.counts[shape] += reach
-            nodes = index.by_node[shape]
-            for node in np.flatnonzero(reach):
-                nodes.setdefault(int(node), []).append(volume)
+                local[shape] = []
+            terms = volume.node_affinity
+            nodes = None if terms is None else single_node_indices(snap, terms, hostnames)
+            if nodes is None:
+                reach = terms_mask(snap, terms)
+                index.counts[shape] += reach
+                nodes = [int(n) for n in np.flatnonzero(reach)]
+            else:
+                index.nodes_of[volume.name] = nodes
+                local[shape] += nodes
+            by_node = index.by_node[shape]
+            for node in nodes:
+                by_node.setdefault(node, []).append(volume)
+        for shape, nodes in local.items():
+            if nodes:
+                index.counts[shape] += np.bincount(nodes, minlength=size).astype(np.int32)
         return index
+
+    def subtract(self, snap: Snapshot, total: CountVector, volumes: list[str]) -> None:
+        """Take the PVs' reach off a per-node count (one vector operation for local PVs)."""
+        local: list[int] = []
+        for volume in volumes:
+            nodes = self.nodes_of.get(volume)
+            if nodes is not None:
+                local += nodes
+            else:
+                total -= terms_mask(snap, self.affinity[volume])
+        if local:
+            np.subtract.at(total, local, 1)
 
     def fitting(self, claim: PersistentVolumeClaim, storage_class: str) -> list[Shape]:
         return [s for s in self.shapes.get(storage_class, ()) if s.fits(claim)]
@@ -108,9 +135,6 @@ class StaticIndex:
                 return volume
         return None
 
-    def reach(self, snap: Snapshot, volume: str) -> BoolVector:
-        return terms_mask(snap, self.affinity[volume])
-
     def mask(
         self, book: VolumeBook, snap: Snapshot, claim: PersistentVolumeClaim, shapes: list[Shape]
     ) -> BoolVector:
@@ -119,9 +143,12 @@ class StaticIndex:
             return np.zeros(len(snap), dtype=np.bool_)
         total = sum((self.counts[s] for s in shapes[1:]), self.counts[shapes[0]].copy())
         fitting = set(shapes)
-        for volume, owner in book.taken.items():
-            if owner != claim.key and self.shape.get(volume) in fitting:
-                total -= self.reach(snap, volume)
+        taken = [
+            volume
+            for volume, owner in book.taken.items()
+            if owner != claim.key and self.shape.get(volume) in fitting
+        ]
+        self.subtract(snap, total, taken)
         result: BoolVector = total > 0
         return result
 
