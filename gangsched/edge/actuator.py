@@ -30,12 +30,12 @@ from gangsched.core.decisions import (
     SetCondition,
 )
 from gangsched.core.model import Dialect, GroupRef
-from gangsched.core.scheduler import WAITING, CycleReport, Scheduler
+from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.events import EventRecorder, ObjectRef, event_time
 from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
 from gangsched.edge.metrics import Metrics
-from gangsched.edge.prebind import PreBindStage, WriteBack
+from gangsched.edge.prebind import PRE_BINDING, PreBindStage, WriteBack
 from gangsched.edge.volume_writebacks import volume_write_backs
 
 log = structlog.get_logger("gangsched.actuator")
@@ -83,8 +83,9 @@ class Actuator:
     waiting_condition_delay: float = 5.0
     #: How long a gang's pre-bind write-backs (volumes) may take to be confirmed.
     volume_bind_timeout: float = 600.0
-    #: Gangs whose pre-bind write-backs are in flight (their pods bind after).
+    #: Gangs, and their pods, whose pre-bind write-backs are in flight (they bind after).
     pre_binding: set[GroupRef] = field(default_factory=set)
+    pre_binding_pods: set[str] = field(default_factory=set)
     _latest_condition: dict[str, SetCondition] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _bind_slots: asyncio.Semaphore | None = None
@@ -134,7 +135,20 @@ class Actuator:
             self._spawn(self._preempt(steps))
         if held:
             writes = volume_write_backs(volumes, self.scheduler.cluster)
-            self._spawn(self._pre_bind(writes, held, report.gang))
+            self.pre_binding_pods.update(bind.pod for bind in held)
+            parts = [
+                d.group
+                for d in report.decisions
+                if isinstance(d, GroupOutcome) and d.result == SCHEDULED
+            ]
+            for ref in parts:
+                self.outcomes[ref] = GroupOutcome(
+                    ref,
+                    PRE_BINDING,
+                    f"{len(held)} pod(s) placed; waiting for {len(writes)} volume "
+                    "claim(s) to be bound before binding them",
+                )
+            self._spawn(self._pre_bind(writes, held, report.gang, parts))
 
     def apply_nomination(self, nominate: Nominate) -> None:
         """Set or clear a nomination that no cycle report carries (reserved at once)."""
@@ -207,7 +221,9 @@ class Actuator:
             self.metrics.pods_bound.inc()
             log.info("bound", pod=bind.pod, node=bind.node, group=gang.key)
 
-    async def _pre_bind(self, writes: list[WriteBack], binds: list[Bind], gang: GroupRef) -> None:
+    async def _pre_bind(
+        self, writes: list[WriteBack], binds: list[Bind], gang: GroupRef, parts: list[GroupRef]
+    ) -> None:
         """Write every member's pre-bind decisions, wait until all are confirmed, then bind
         the gang; on failure or timeout undo them and bind nothing (edge/prebind.py)."""
         self.pre_binding.add(gang)
@@ -216,10 +232,18 @@ class Actuator:
             outcome = await stage.run(writes)
         finally:
             self.pre_binding.discard(gang)
+            self.pre_binding_pods.difference_update(bind.pod for bind in binds)
+            self.changed_groups.update(parts)
+            self.outcome_changed.set()
         if outcome.ok:
             log.info(
                 "pre-bind confirmed", group=gang.key, writes=len(writes), seconds=outcome.seconds
             )
+            for ref in parts:
+                if (
+                    current := self.outcomes.get(ref)
+                ) is not None and current.result == PRE_BINDING:
+                    self.outcomes[ref] = GroupOutcome(ref, SCHEDULED, "pod(s) scheduled")
             await asyncio.gather(*(self._bind(bind, gang) for bind in binds))
             return
         self.metrics.binding_errors.labels("prebind").inc()
@@ -230,6 +254,10 @@ class Actuator:
             claim = getattr(getattr(write, "decision", None), "claim", None)
             if isinstance(claim, str):
                 book.forget(claim)
+        for ref in parts:  # before the retry (which may start at once) sets its own
+            self.outcomes[ref] = GroupOutcome(ref, "error", message)
+        self.changed_groups.update(parts)
+        self.outcome_changed.set()
         for bind in binds:
             self._bind_failed(bind, gang, outcome.reason)
         if outcome.reason == "not leader" or not self.may_write():
@@ -240,9 +268,6 @@ class Actuator:
             )
             if await self._patch_condition(condition):
                 self._written[bind.pod] = ("False", "SchedulerError", message)
-        self.outcomes[gang] = GroupOutcome(gang, "error", message)
-        self.changed_groups.add(gang)
-        self.outcome_changed.set()
         kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
         await self._event(
             Event(kind, gang.key, "Warning", "FailedScheduling", "Binding", f"{message}; retrying")

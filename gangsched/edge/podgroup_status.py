@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from gangsched.core.scheduler import (
     Scheduler,
 )
 from gangsched.edge.kube import JSON, Kube, KubeError
+from gangsched.edge.prebind import PRE_BINDING
 
 if TYPE_CHECKING:  # the actuator imports nothing from here; keep the type only
     from gangsched.edge.actuator import Actuator
@@ -46,6 +48,8 @@ _REASONS = {
     ERROR: "SchedulerError",
     # Held before the cycle (members missing or gated), KEP-5501's reason: not Unschedulable.
     WAITING: NOT_READY_FOR_SCHEDULING,
+    # Placed; its pre-bind write-backs (volumes) wait to be confirmed before any member binds.
+    PRE_BINDING: "PreBinding",
 }
 
 
@@ -114,7 +118,13 @@ class PodGroupStatusWriter:
         if outcome is not None and ref not in self.first_attempt:
             self.first_attempt[ref] = _now()
             self._first_attempt_mono[ref] = time.monotonic()
-        counts = count_members(self.scheduler.cluster.group_members(ref))
+        members = self.scheduler.cluster.group_members(ref)
+        holding = self.actuator.pre_binding_pods
+        if holding:  # placed but not bound until their volumes are: not scheduled yet
+            members = [
+                dataclasses.replace(p, node_name=None) if p.key in holding else p for p in members
+            ]
+        counts = count_members(members)
         phase = group_phase(group.min_member, counts, attempted=outcome is not None)
         previous = self.current.get(ref) or {}
         conditions = list(previous.get("conditions") or [])

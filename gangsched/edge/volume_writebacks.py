@@ -38,7 +38,6 @@ def volume_path(name: str) -> str:
 class ClaimRefWrite:
     decision: BindVolume
     cluster: ClusterState
-    _seen: bool = False
 
     @property
     def target(self) -> str:
@@ -46,8 +45,11 @@ class ClaimRefWrite:
 
     async def write(self, kube: Kube) -> None:
         d = self.decision
-        volume = self.cluster.snapshot.volumes.volumes.get(d.volume)
+        book = self.cluster.snapshot.volumes
+        book.seen_claim_ref.pop(d.volume, None)
+        volume = book.volumes.get(d.volume)
         if volume is not None and volume.claim_ref is not None and volume.claim_ref.key == d.claim:
+            book.seen_claim_ref[d.volume] = d.claim
             return  # written before (a retry, or before a restart)
         namespace, _, name = d.claim.partition("/")
         metadata: dict[str, object] = {"annotations": {ANN_BOUND_BY_CONTROLLER: "yes"}}
@@ -84,9 +86,10 @@ class ClaimRefWrite:
         volume = book.volumes.get(self.decision.volume)
         if volume is None:
             return failed(f"PersistentVolume {self.decision.volume} was deleted")
+        seen = book.seen_claim_ref.get(volume.name) == claim.key
         if volume.claim_ref is not None and volume.claim_ref.key == claim.key:
-            self._seen = True
-        elif self._seen:
+            pass
+        elif seen:
             return failed(f"PersistentVolume {volume.name}: ClaimRef got reset")
         elif volume.claim_ref is not None:
             return failed(f"PersistentVolume {volume.name} was taken by {volume.claim_ref.key}")
@@ -117,15 +120,17 @@ class ClaimRefWrite:
 class SelectedNodeWrite:
     decision: SelectNode
     cluster: ClusterState
-    _seen: bool = False
 
     @property
     def target(self) -> str:
         return f"PersistentVolumeClaim {self.decision.claim} (provisioning on {self.decision.node})"
 
     async def write(self, kube: Kube) -> None:
-        claim = self.cluster.snapshot.volumes.claims.get(self.decision.claim)
+        book = self.cluster.snapshot.volumes
+        book.seen_selected_node.pop(self.decision.claim, None)
+        claim = book.claims.get(self.decision.claim)
         if claim is not None and claim.selected_node == self.decision.node:
+            book.seen_selected_node[claim.key] = claim.selected_node
             return
         await kube.patch(
             claim_path(self.decision.claim),
@@ -138,14 +143,16 @@ class SelectedNodeWrite:
         )
 
     def check(self) -> Check:
-        claim = self.cluster.snapshot.volumes.claims.get(self.decision.claim)
+        book = self.cluster.snapshot.volumes
+        claim = book.claims.get(self.decision.claim)
         if claim is None or claim.uid != self.decision.claim_uid:
             return failed(f"PersistentVolumeClaim {self.decision.claim} was deleted")
         if claim.is_bound:
             return CONFIRMED
+        seen = book.seen_selected_node.get(claim.key) == self.decision.node
         if claim.selected_node == self.decision.node:
-            self._seen = True
-        elif self._seen:
+            pass
+        elif seen:  # set by us, then removed or changed: the provisioner gave up
             return failed(f"provisioning failed for PVC {claim.name}")
         elif claim.selected_node:
             return failed(

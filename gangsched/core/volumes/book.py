@@ -76,6 +76,11 @@ class VolumeBook:
     placing: dict[str, int] = field(default_factory=dict)
     #: Claim key -> pods (by key) whose volumes use it, bound or not.
     users: dict[str, dict[str, Pod]] = field(default_factory=dict)
+    #: What the watch has shown since the edge last cleared it: a claim's selected-node and a
+    #: PV's claimRef. A provisioner may set and remove an annotation between two looks at
+    #: the cache; these keep the fact that it was there.
+    seen_selected_node: dict[str, str] = field(default_factory=dict)
+    seen_claim_ref: dict[str, str] = field(default_factory=dict)
     #: Bumped on every PV change: the static index is rebuilt for the next cycle.
     volume_version: int = 0
     _static: tuple[tuple[int, int, int], StaticIndex] | None = None
@@ -83,6 +88,8 @@ class VolumeBook:
     # --------------------------------------------------------------------------- objects
     def upsert_claim(self, claim: PersistentVolumeClaim) -> None:
         self.claims[claim.key] = claim
+        if claim.selected_node:
+            self.seen_selected_node[claim.key] = claim.selected_node
         self.settle(claim.key)
 
     def delete_claim(self, key: str) -> None:
@@ -91,6 +98,8 @@ class VolumeBook:
 
     def upsert_volume(self, volume: PersistentVolume) -> None:
         self.volumes[volume.name] = volume
+        if volume.claim_ref is not None:
+            self.seen_claim_ref[volume.name] = volume.claim_ref.key
         self._volumes_changed()
         claim = self.taken.get(volume.name)
         if claim is not None and volume.claim_ref is not None:

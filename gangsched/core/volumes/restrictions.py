@@ -18,8 +18,11 @@ from gangsched.core.volumes.binding import pod_claims
 from gangsched.core.volumes.book import ClaimSet
 from gangsched.core.volumes.model import READ_WRITE_ONCE_POD
 
+#: kube-scheduler 1.37's wording (older releases said "node has pod using
+#: PersistentVolumeClaim with the same name and ReadWriteOncePod access mode").
 REASON = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
 )
 
 

@@ -370,8 +370,8 @@ def test_read_write_once_pod_claim_in_use_elsewhere() -> None:
     holder = with_claims(pod("holder", node_name="n1"), "solo")
     report = step(volume_cluster(NODES, [holder, with_claims(pod("p"), "solo")], book=book))
     assert pod_message(report, "default/p") == (
-        "0/3 nodes are available: 3 node has pod using PersistentVolumeClaim with the same "
-        "name and ReadWriteOncePod access mode."
+        "0/3 nodes are available: 3 node(s) unavailable due to PersistentVolumeClaim with "
+        "ReadWriteOncePod access mode already in-use by another pod."
     )
 
 
