@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from gangsched.core.decisions import (
+    AllocateClaim,
     Bind,
     BindVolume,
     Decision,
@@ -32,6 +33,7 @@ from gangsched.core.decisions import (
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler
 from gangsched.edge.cache import ClusterCache
+from gangsched.edge.claim_writebacks import claim_write_backs
 from gangsched.edge.events import EventRecorder, ObjectRef, event_time
 from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
 from gangsched.edge.metrics import Metrics
@@ -96,13 +98,14 @@ class Actuator:
         victims: dict[str, list[Decision]] = {}
         waiting = report.result == WAITING
         volumes = [d for d in report.decisions if isinstance(d, BindVolume | SelectNode)]
+        claims = [d for d in report.decisions if isinstance(d, AllocateClaim)]
         held: list[Bind] = []
         for decision in report.decisions:
             if isinstance(decision, Bind):
                 self._latest_condition.pop(decision.pod, None)
                 self.cache.assumed[decision.pod] = decision.node
-                if volumes:
-                    held.append(decision)  # bound once the gang's volumes are confirmed
+                if volumes or claims:
+                    held.append(decision)  # bound once volumes and claims are confirmed
                 else:
                     self._spawn(self._bind(decision, report.gang))
             elif isinstance(decision, Evict) or (
@@ -135,6 +138,14 @@ class Actuator:
             self._spawn(self._preempt(steps))
         if held:
             writes = volume_write_backs(volumes, self.scheduler.cluster)
+            writes += claim_write_backs(claims, self.scheduler.cluster)
+            waiting_for = (
+                "volume claim(s) to be bound"
+                if not claims
+                else "resource claim(s) to be allocated"
+                if not volumes
+                else "volume and resource claim(s) to be written"
+            )
             self.pre_binding_pods.update(bind.pod for bind in held)
             parts = [
                 d.group
@@ -145,8 +156,8 @@ class Actuator:
                 self.outcomes[ref] = GroupOutcome(
                     ref,
                     PRE_BINDING,
-                    f"{len(held)} pod(s) placed; waiting for {len(writes)} volume "
-                    "claim(s) to be bound before binding them",
+                    f"{len(held)} pod(s) placed; waiting for {len(writes)} {waiting_for} "
+                    "before binding them",
                 )
             self._spawn(self._pre_bind(writes, held, report.gang, parts))
 
@@ -247,11 +258,18 @@ class Actuator:
             await asyncio.gather(*(self._bind(bind, gang) for bind in binds))
             return
         self.metrics.binding_errors.labels("prebind").inc()
-        message = f'running PreBind plugin "VolumeBinding": {outcome.reason}'
+        plugin = "DynamicResources" if "ResourceClaim" in outcome.reason else "VolumeBinding"
+        message = f'running PreBind plugin "{plugin}": {outcome.reason}'
         log.warning("pre-bind failed; retrying the group", group=gang.key, reason=outcome.reason)
         book = self.scheduler.cluster.snapshot.volumes
+        dra = self.scheduler.cluster.dra
         for write in writes:
-            claim = getattr(getattr(write, "decision", None), "claim", None)
+            decision = getattr(write, "decision", None)
+            if isinstance(decision, AllocateClaim):
+                if dra is not None:
+                    dra.forget_claim(decision.claim)
+                continue
+            claim = getattr(decision, "claim", None)
             if isinstance(claim, str):
                 book.forget(claim)
         for ref in parts:  # before the retry (which may start at once) sets its own

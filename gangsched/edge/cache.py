@@ -182,6 +182,11 @@ class ClusterCache:
                     self.scheduler.queue.activate(unit)
                 else:  # e.g. Koordinator's min-available annotation changed
                     self.scheduler.queue.activate_waiting(unit)
+            if old is not None and old.claims != pod.claims:
+                # The resourceclaim controller named the pod's generated claims (DRA): the
+                # pod was waiting for them, so retry its gang now.
+                self.scheduler.queue.activate(self.scheduler.unit_key(self.cluster.group_of(pod)))
+                arrived = True
             if arrived and self.on_change is not None:
                 self.on_change()  # wake the scheduling loop now, not at its next tick
         if pod.labels and self.raw_budgets and (old is None or freed):
@@ -484,6 +489,8 @@ def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
         repr(spec.get("tolerations")),
         status.get("phase"),  # PodGroup status counts running members
         status.get("nominatedNodeName"),
+        # The resourceclaim controller names a pod's generated claims here (DRA).
+        repr(status.get("resourceClaimStatuses")),
         # In-place resize: what containers hold now counts until the resize is done.
         repr(
             [

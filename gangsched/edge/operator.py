@@ -38,6 +38,7 @@ from gangsched.core.scheduler import (
 )
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
+from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
 from gangsched.edge.events import EventRecorder, ObjectRef
 from gangsched.edge.informer import Informer
 from gangsched.edge.kube import Kube
@@ -105,6 +106,7 @@ class Operator:
             volume_bind_timeout=float(self.config.volumeBindTimeoutSeconds),
         )
         self.volume_cache = VolumeCache(self.cache)
+        self.dra_cache = DraCache(self.cache)
         self.status = PodGroupStatusWriter(
             kube=self.kube,
             scheduler=self.scheduler,
@@ -178,6 +180,7 @@ class Operator:
         )
         for name, path, handler in STORAGE_INFORMERS:
             self._add_informer(name, path, handler(self.volume_cache))
+        await self._start_dra()
         if await self._discover_pod_groups():
             self.discovered.set()
         self._tasks.append(asyncio.create_task(self._rediscover(), name="discovery"))
@@ -211,6 +214,19 @@ class Operator:
         self.informers[name] = informer
         self.metrics.informer_relists.labels(name)  # the series exists (0) before any relist
         self._tasks.append(asyncio.create_task(informer.run(), name=f"informer-{name}"))
+
+    async def _start_dra(self) -> None:
+        """Dynamic Resource Allocation where the API server serves resource.k8s.io/v1
+        (Kubernetes 1.34+): its four kinds are watched and pods' claims allocated. Elsewhere
+        pods with resource claims stay unschedulable, never bound without their devices."""
+        try:
+            await self.kube.get(RESOURCE_API)
+        except Exception as exc:  # not served (404) or unreachable: no DRA this run
+            log.warning("resource.k8s.io/v1 not served; no DRA", error=str(exc) or repr(exc))
+            return
+        self.scheduler.cluster.dra = self.dra_cache.state
+        for name, path, handler in DRA_INFORMERS:
+            self._add_informer(name, path, handler(self.dra_cache))
 
     async def _discover_pod_groups(self) -> bool:
         """Start a PodGroup informer for every dialect the API server serves (CRDs may be

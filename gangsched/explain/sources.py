@@ -20,6 +20,7 @@ from gangsched.core.dra.state import dra_state
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
+from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.operator import POD_GROUP_GROUPS
 from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
@@ -187,6 +188,15 @@ async def from_cluster(kube: Kube, *, scheduler_name: str) -> ClusterRead:
     volume_cache = VolumeCache(cache)
     for name, path, handler in STORAGE_INFORMERS:
         handler(volume_cache).replace(await _list(kube, path, name))
+    try:
+        await kube.get(RESOURCE_API)
+    except Exception:  # resource.k8s.io/v1 not served: pods with claims cannot be placed
+        pass
+    else:
+        dra_cache = DraCache(cache)
+        cache.cluster.dra = dra_cache.state
+        for dra_name, dra_path, dra_handler in DRA_INFORMERS:
+            dra_handler(dra_cache).replace(await _list(kube, dra_path, dra_name))
     read.problems = dict(cache.problems)
     return read
 

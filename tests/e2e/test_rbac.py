@@ -66,6 +66,14 @@ CASES = [
         "list/watch persistentvolumeclaims",
     ),
     Case(
+        "resourceclaims",
+        "resource.k8s.io",
+        "resourceclaims",
+        "list",
+        "resourceclaims.resource.k8s.io",
+        "list/watch resourceclaims.resource.k8s.io",
+    ),
+    Case(
         "lease-update",
         "coordination.k8s.io",
         "leases",

@@ -1,0 +1,197 @@
+"""ResourceClaim write-backs for the pre-bind stage: kube-scheduler's DynamicResources PreBind,
+per gang.
+
+For each claim a cycle allocated or reserved (`AllocateClaim`):
+1. the finalizer `resource.kubernetes.io/delete-protection` (before the allocation exists, so
+   a claim deleted meanwhile cannot lose track of allocated devices), conditional on the
+   claim's resourceVersion;
+2. one status write: `status.allocation` (when this cycle allocated it) and
+   `status.reservedFor` with the gang's pods appended, conditional on the resourceVersion the
+   finalizer write returned. A claim that changed since the cycle is refused with 409: the
+   stage then fails, undoes the other claims and the gang is retried on fresh state.
+
+Confirmed when the informer shows the claim allocated as decided and reserved for every pod.
+Undo takes back what this write-back added, as kube-scheduler's Unreserve: the pods leave
+`reservedFor`, and a claim this cycle allocated that no other consumer uses is deallocated and
+loses the finalizer again. The DRA state forgets the decision, so the next cycle sees the
+API server's claim.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import AllocateClaim
+from gangsched.core.dra.model import DELETE_PROTECTION_FINALIZER, Allocation, Consumer
+from gangsched.core.dra.state import DraState
+from gangsched.core.labels import NodeSelectorTerm, Requirement
+from gangsched.edge.kube import Kube, KubeError
+from gangsched.edge.prebind import CONFIRMED, PENDING, Check, WriteBack, failed
+
+
+def claim_path(key: str, subresource: str = "") -> str:
+    namespace, _, name = key.partition("/")
+    path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+    return f"{path}/{subresource}" if subresource else path
+
+
+def allocation_json(allocation: Allocation) -> dict[str, Any]:
+    results = []
+    for r in allocation.results:
+        result: dict[str, Any] = {
+            "request": r.request,
+            "driver": r.driver,
+            "pool": r.pool,
+            "device": r.device,
+        }
+        if r.admin_access:
+            result["adminAccess"] = True
+        results.append(result)
+    body: dict[str, Any] = {"devices": {"results": results}}
+    if allocation.node_selector is not None:
+        body["nodeSelector"] = {
+            "nodeSelectorTerms": [_term_json(term) for term in allocation.node_selector]
+        }
+    return body
+
+
+def _term_json(term: NodeSelectorTerm) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if term.match_expressions:
+        out["matchExpressions"] = [_requirement_json(r) for r in term.match_expressions]
+    if term.match_fields:
+        out["matchFields"] = [_requirement_json(r) for r in term.match_fields]
+    return out
+
+
+def _requirement_json(requirement: Requirement) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": requirement.key, "operator": requirement.operator}
+    if requirement.values:
+        out["values"] = list(requirement.values)
+    return out
+
+
+def _consumer_json(consumer: Consumer) -> dict[str, str]:
+    out = {"resource": consumer.resource, "name": consumer.name, "uid": consumer.uid}
+    if consumer.api_group:
+        out["apiGroup"] = consumer.api_group
+    return out
+
+
+@dataclass
+class ClaimWrite:
+    decision: AllocateClaim
+    cluster: ClusterState
+    _wrote_allocation: bool = False
+    _added_finalizer: bool = False
+    #: The claim's resourceVersion after our last write (undo is conditional on it) and the
+    #: finalizers we wrote (the informer may not show them yet).
+    _version: str = ""
+    _finalizers: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        return f"ResourceClaim {self.decision.claim}"
+
+    @property
+    def state(self) -> DraState:
+        assert self.cluster.dra is not None
+        return self.cluster.dra
+
+    async def write(self, kube: Kube) -> None:
+        d = self.decision
+        observed = self.state.observed_claim(d.claim)
+        if observed is None or (d.uid and observed.uid != d.uid):
+            raise KubeError(404, "NotFound", f"ResourceClaim {d.claim} was deleted")
+        if self._done(observed):
+            return  # written before (a retry, or before a restart)
+        version = d.resource_version or observed.resource_version
+        if DELETE_PROTECTION_FINALIZER not in observed.finalizers:
+            answer = await kube.patch(
+                claim_path(d.claim),
+                {
+                    "metadata": {
+                        "finalizers": [*observed.finalizers, DELETE_PROTECTION_FINALIZER],
+                        "resourceVersion": version,
+                    }
+                },
+            )
+            self._added_finalizer = True
+            self._finalizers = (*observed.finalizers, DELETE_PROTECTION_FINALIZER)
+            version = str((answer.get("metadata") or {}).get("resourceVersion") or version)
+            self._version = version
+        status: dict[str, Any] = {
+            "reservedFor": [_consumer_json(c) for c in (*observed.reserved_for, *d.reserve)]
+        }
+        if d.allocation is not None:
+            status["allocation"] = allocation_json(d.allocation)
+        answer = await kube.patch(
+            claim_path(d.claim, "status"),
+            {"metadata": {"resourceVersion": version}, "status": status},
+        )
+        self._wrote_allocation = d.allocation is not None
+        self._version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
+
+    def _done(self, observed: Any) -> bool:
+        d = self.decision
+        if d.allocation is not None and observed.allocation is None:
+            return False
+        uids = {c.uid for c in observed.reserved_for}
+        return all(c.uid in uids for c in d.reserve)
+
+    def check(self) -> Check:
+        d = self.decision
+        observed = self.state.observed_claim(d.claim)
+        if observed is None or (d.uid and observed.uid != d.uid):
+            return failed(f"ResourceClaim {d.claim} was deleted")
+        if observed.deleting:
+            return failed(f"ResourceClaim {d.claim} is being deleted")
+        if (
+            d.allocation is not None
+            and observed.allocation is not None
+            and set(observed.allocation.results) != set(d.allocation.results)
+        ):
+            return failed(f"ResourceClaim {d.claim} was allocated other devices meanwhile")
+        return CONFIRMED if self._done(observed) else PENDING
+
+    async def undo(self, kube: Kube) -> None:
+        d = self.decision
+        self.state.forget_claim(d.claim)
+        observed = self.state.observed_claim(d.claim)
+        if observed is None:
+            return
+        ours = {c.uid for c in d.reserve}
+        others = [c for c in observed.reserved_for if c.uid not in ours]
+        deallocate = self._wrote_allocation and not others
+        version = self._version or observed.resource_version
+        # Refused when changed meanwhile: then it is no longer only ours to take back.
+        with contextlib.suppress(KubeError):
+            if len(others) != len(observed.reserved_for) or deallocate:
+                status: dict[str, Any] = {
+                    "reservedFor": [_consumer_json(c) for c in others] or None
+                }
+                if deallocate:
+                    status["allocation"] = None
+                answer = await kube.patch(
+                    claim_path(d.claim, "status"),
+                    {"metadata": {"resourceVersion": version}, "status": status},
+                )
+                version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
+            unallocated = deallocate or observed.allocation is None
+            if self._added_finalizer and unallocated and version:
+                finalizers = [
+                    f
+                    for f in self._finalizers or observed.finalizers
+                    if f != DELETE_PROTECTION_FINALIZER
+                ]
+                await kube.patch(
+                    claim_path(d.claim),
+                    {"metadata": {"finalizers": finalizers or None, "resourceVersion": version}},
+                )
+
+
+def claim_write_backs(decisions: list[AllocateClaim], cluster: ClusterState) -> list[WriteBack]:
+    return [ClaimWrite(decision, cluster) for decision in decisions]

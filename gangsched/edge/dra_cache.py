@@ -1,0 +1,130 @@
+"""Keeps the cluster's DRA state in step with the DeviceClass, ResourceSlice, ResourceClaim and
+ResourceClaimTemplate informers.
+
+A DRA change can make a waiting gang schedulable (a claim generated or deallocated, a slice
+published, a class created), so every change tells the queue the cluster changed, as
+kube-scheduler's queueing hints do for DynamicResources. A claim that cannot be read is dropped
+(its pods wait with "not found" rather than use an old copy); its devices are then free as far
+as we know, which is why the API server's allocations, not ours, are the truth after a
+restart: every claim is read back before the first cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from gangsched.core.api import InvalidObject
+from gangsched.core.dra.parse import (
+    device_class_from_raw,
+    resource_claim_from_raw,
+    resource_claim_template_from_raw,
+    resource_slice_from_raw,
+)
+from gangsched.core.dra.state import DraState
+from gangsched.edge.cache import ClusterCache, _Handler, _key
+from gangsched.edge.kube import JSON
+
+_T = TypeVar("_T")
+RESOURCE_API = "/apis/resource.k8s.io/v1"
+
+
+@dataclass
+class DraCache:
+    cache: ClusterCache
+
+    @property
+    def state(self) -> DraState:
+        dra = self.cache.cluster.dra
+        if dra is None:  # the operator sets one up before the informers start
+            dra = self.cache.cluster.dra = DraState()
+            self.cache.cluster.snapshot.claims = dra
+        return dra
+
+    def _read(self, kind: str, obj: JSON, convert: Callable[[Any], _T]) -> _T | None:
+        try:
+            value = convert(obj)
+        except InvalidObject as exc:
+            self.cache._report(kind, _key(obj), exc, obj)
+            return None
+        self.cache._forgive(kind, _key(obj))
+        return value
+
+    def _handler(
+        self,
+        kind: str,
+        convert: Callable[[Any], _T],
+        upsert: Callable[[DraState, _T], None],
+        delete: Callable[[DraState, str], None],
+        keys: Callable[[DraState], list[str]],
+    ) -> _Handler:
+        def replace(objects: list[JSON]) -> None:
+            seen = set()
+            for obj in objects:
+                seen.add(_key(obj))
+                upsert_one(obj, notify=False)
+            for key in [k for k in keys(self.state) if k not in seen]:
+                delete(self.state, key)
+            self.cache._changed()
+
+        def upsert_one(obj: JSON, *, notify: bool = True) -> None:
+            value = self._read(kind, obj, convert)
+            if value is None:
+                delete(self.state, _key(obj))
+            else:
+                upsert(self.state, value)
+            if notify:
+                self.cache._changed()
+
+        def delete_one(obj: JSON) -> None:
+            self.cache._forgive(kind, _key(obj))
+            delete(self.state, _key(obj))
+            self.cache._changed()
+
+        return _Handler(replace, upsert_one, delete_one)
+
+    def classes(self) -> _Handler:
+        return self._handler(
+            "DeviceClass",
+            device_class_from_raw,
+            DraState.upsert_class,
+            DraState.delete_class,
+            lambda s: list(s.classes),
+        )
+
+    def slices(self) -> _Handler:
+        return self._handler(
+            "ResourceSlice",
+            resource_slice_from_raw,
+            DraState.upsert_slice,
+            DraState.delete_slice,
+            lambda s: list(s.slices),
+        )
+
+    def claims(self) -> _Handler:
+        return self._handler(
+            "ResourceClaim",
+            resource_claim_from_raw,
+            DraState.observe_claim,
+            DraState.delete_claim,
+            lambda s: list(s.claims),
+        )
+
+    def templates(self) -> _Handler:
+        return self._handler(
+            "ResourceClaimTemplate",
+            resource_claim_template_from_raw,
+            DraState.upsert_template,
+            DraState.delete_template,
+            lambda s: list(s.templates),
+        )
+
+
+#: (informer name, list path, handler factory) for the operator.
+DRA_INFORMERS: tuple[tuple[str, str, Callable[[DraCache], _Handler]], ...] = (
+    ("deviceclasses", f"{RESOURCE_API}/deviceclasses", DraCache.classes),
+    ("resourceslices", f"{RESOURCE_API}/resourceslices", DraCache.slices),
+    ("resourceclaims", f"{RESOURCE_API}/resourceclaims", DraCache.claims),
+    ("resourceclaimtemplates", f"{RESOURCE_API}/resourceclaimtemplates", DraCache.templates),
+)
