@@ -123,8 +123,12 @@ class DraCache:
 
 #: (informer name, list path, handler factory) for the operator.
 DRA_INFORMERS: tuple[tuple[str, str, Callable[[DraCache], _Handler]], ...] = (
-    ("deviceclasses", f"{RESOURCE_API}/deviceclasses", DraCache.classes),
-    ("resourceslices", f"{RESOURCE_API}/resourceslices", DraCache.slices),
-    ("resourceclaims", f"{RESOURCE_API}/resourceclaims", DraCache.claims),
-    ("resourceclaimtemplates", f"{RESOURCE_API}/resourceclaimtemplates", DraCache.templates),
+    ("deviceclasses.resource.k8s.io", f"{RESOURCE_API}/deviceclasses", DraCache.classes),
+    ("resourceslices.resource.k8s.io", f"{RESOURCE_API}/resourceslices", DraCache.slices),
+    ("resourceclaims.resource.k8s.io", f"{RESOURCE_API}/resourceclaims", DraCache.claims),
+    (
+        "resourceclaimtemplates.resource.k8s.io",
+        f"{RESOURCE_API}/resourceclaimtemplates",
+        DraCache.templates,
+    ),
 )
