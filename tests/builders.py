@@ -59,6 +59,7 @@ from gangsched.core.model import (
     Taint,
     Toleration,
     TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 from gangsched.core.quantity import to_milli, to_units
 from gangsched.core.snapshot import Snapshot
@@ -167,6 +168,8 @@ def pod(
     spec_node_name: str | None = None,
     affinity: Iterable[PodAffinityTerm] = (),
     anti_affinity: Iterable[PodAffinityTerm] = (),
+    preferred_affinity: Iterable[WeightedPodAffinityTerm] = (),
+    preferred_anti_affinity: Iterable[WeightedPodAffinityTerm] = (),
     spread: Iterable[TopologySpreadConstraint] = (),
     host_ports: Iterable[HostPort] = (),
 ) -> Pod:
@@ -193,6 +196,8 @@ def pod(
         ),
         affinity=tuple(affinity),
         anti_affinity=tuple(anti_affinity),
+        preferred_affinity=tuple(preferred_affinity),
+        preferred_anti_affinity=tuple(preferred_anti_affinity),
         spread=tuple(spread),
         host_ports=tuple(host_ports),
         created=created,

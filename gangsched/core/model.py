@@ -143,6 +143,14 @@ class PodAffinityTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    """A preferred pod (anti-)affinity term: only scores, never filters."""
+
+    weight: int  # 1-100
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
 class TopologySpreadConstraint:
     max_skew: int
     topology_key: str
@@ -226,6 +234,8 @@ class Pod:
     host_ports: tuple[HostPort, ...] = ()
     affinity: tuple[PodAffinityTerm, ...] = ()
     anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     spread: tuple[TopologySpreadConstraint, ...] = ()
     #: Seconds since the epoch; orders members (first seen first) and victims (youngest first).
     created: float = 0.0

@@ -21,8 +21,9 @@ anti-affinity): per (owner namespace, term), the number of placed pods carrying 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -96,10 +97,27 @@ def count_matching(matches: PodPredicate, node_pods: list[dict[str, Pod]]) -> In
     )
 
 
-TermKey = tuple[str, PodAffinityTerm]
+T = TypeVar("T", bound=Hashable)
+
+#: Score weight of an existing pod's required affinity term that the incoming pod matches
+#: (kube-scheduler's InterPodAffinityArgs.hardPodAffinityWeight default).
+HARD_POD_AFFINITY_WEIGHT = 1
 
 
-class TermCounts:
+def scoring_terms(pod: Pod) -> Iterable[tuple[int, PodAffinityTerm]]:
+    """(signed weight, term) of what a placed pod asks of the pods that come after it, as
+    kube-scheduler's InterPodAffinity score reads it: required affinity terms count
+    HARD_POD_AFFINITY_WEIGHT, preferred affinity terms their weight, preferred anti-affinity
+    terms minus their weight."""
+    for term in pod.affinity:
+        yield HARD_POD_AFFINITY_WEIGHT, term
+    for weighted in pod.preferred_affinity:
+        yield weighted.weight, weighted.term
+    for weighted in pod.preferred_anti_affinity:
+        yield -weighted.weight, weighted.term
+
+
+class TermCounts(Generic[T]):
     """Per (owner namespace, term) carried by placed pods, how many carry it on each node.
 
     Keys disappear when their last pod goes, so iterating over the keys visits only terms
@@ -108,20 +126,28 @@ class TermCounts:
 
     __slots__ = ("_counts", "_size", "_terms")
 
-    def __init__(self, terms: Callable[[Pod], Iterable[PodAffinityTerm]]) -> None:
+    def __init__(self, terms: Callable[[Pod], Iterable[T]]) -> None:
         self._terms = terms
-        self._counts: dict[TermKey, IntVector] = {}
+        self._counts: dict[tuple[str, T], IntVector] = {}
         self._size = 0
 
     def reset(self, size: int) -> None:
         self._counts.clear()
         self._size = size
 
-    def items(self) -> Iterable[tuple[TermKey, IntVector]]:
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def items(self) -> Iterable[tuple[tuple[str, T], IntVector]]:
         return self._counts.items()
 
-    def as_mapping(self) -> Mapping[TermKey, IntVector]:
-        return self._counts
+    def carried(self, pod: Pod) -> dict[tuple[str, T], int]:
+        """The keys `pod` itself contributes, with how often (to leave it out of its own
+        neighbourhood)."""
+        out: dict[tuple[str, T], int] = {}
+        for term in self._terms(pod):
+            out[(pod.namespace, term)] = out.get((pod.namespace, term), 0) + 1
+        return out
 
     def added(self, pod: Pod, node: int) -> None:
         for term in self._terms(pod):

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from gangsched.core.model import GroupRef, Node, Pod
-from gangsched.core.pod_counts import PodCounts, TermCounts
+from gangsched.core.model import GroupRef, Node, Pod, PodAffinityTerm
+from gangsched.core.pod_counts import PodCounts, TermCounts, scoring_terms
 from gangsched.core.resources import PODS, STANDARD_RESOURCES
 from gangsched.core.volumes.book import VolumeBook
 
@@ -86,8 +86,12 @@ class Snapshot:
     #: current by show/hide (and so undone by rollback): a constrained gang costs O(members).
     pod_counts: PodCounts = field(default_factory=PodCounts)
     #: The required anti-affinity terms placed pods carry, per node (symmetry checks).
-    anti_affinity_terms: TermCounts = field(
+    anti_affinity_terms: TermCounts[PodAffinityTerm] = field(
         default_factory=lambda: TermCounts(lambda pod: pod.anti_affinity)
+    )
+    #: The weighted terms placed pods carry for InterPodAffinity's score (symmetry).
+    scoring_terms: TermCounts[tuple[int, PodAffinityTerm]] = field(
+        default_factory=lambda: TermCounts(scoring_terms)
     )
     #: Node of every placed pod, by key (a pod assumed in this cycle has no node_name yet).
     located: dict[str, int] = field(default_factory=dict)
@@ -122,6 +126,7 @@ class Snapshot:
         self.located = {}
         self.pod_counts.reset(len(ordered))
         self.anti_affinity_terms.reset(len(ordered))
+        self.scoring_terms.reset(len(ordered))
         self._vector_cache.clear()
         for i, node in enumerate(ordered):
             self._write_allocatable(i, node)
@@ -364,6 +369,8 @@ class Snapshot:
         if pod.anti_affinity:
             self.anti_affinity_pods[pod.key] = (pod, node)
             self.anti_affinity_terms.added(pod, node)
+        if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
+            self.scoring_terms.added(pod, node)
         if pod.host_ports:
             self.port_holders.setdefault(node, {})[pod.key] = pod
 
@@ -374,6 +381,8 @@ class Snapshot:
         self.pod_counts.removed(pod, node)
         if pod.anti_affinity:
             self.anti_affinity_terms.removed(pod, node)
+        if pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity:
+            self.scoring_terms.removed(pod, node)
         self.anti_affinity_pods.pop(pod.key, None)
         if pod.host_ports:
             holders = self.port_holders.get(node)

@@ -38,6 +38,7 @@ from gangsched.core.model import (
     PreferredNodeTerm,
     Toleration,
     TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
 )
 from gangsched.core.resources import CPU, MEMORY, ResourceList, effective_requests, max_each
 
@@ -71,10 +72,10 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         preferred_terms=preferred_terms,
         tolerations=_read_tolerations(r, spec.get("tolerations")),
     )
-    pod_affinity = _read_pod_affinity(
+    pod_affinity, preferred_affinity = _read_pod_affinity(
         r, affinity.get("podAffinity"), "spec.affinity.podAffinity", labels
     )
-    pod_anti_affinity = _read_pod_affinity(
+    pod_anti_affinity, preferred_anti_affinity = _read_pod_affinity(
         r, affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity", labels
     )
     spread = _read_spread(r, spec.get("topologySpreadConstraints"), labels)
@@ -115,6 +116,8 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         host_ports=host_ports,
         affinity=pod_affinity,
         anti_affinity=pod_anti_affinity,
+        preferred_affinity=preferred_affinity,
+        preferred_anti_affinity=preferred_anti_affinity,
         spread=spread,
         created=created or 0.0,
         terminating=deleted is not None or meta.get("deletionTimestamp") is not None,
@@ -479,38 +482,56 @@ def _merge_label_keys(
 
 def _read_pod_affinity(
     r: Reader, raw: Any, base: str, labels: Mapping[str, str]
-) -> tuple[PodAffinityTerm, ...]:
+) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+    """Required terms (filter) and weighted preferred terms (score) of podAffinity or
+    podAntiAffinity."""
     body = r.mapping(raw, base)
     field = child(base, _REQUIRED)
-    terms = []
-    for index, entry in enumerate(r.items(body.get(_REQUIRED), field)):
-        term_field = item(field, index)
-        term = r.mapping(entry, term_field)
-        selector = read_label_selector(
-            r, term.get("labelSelector"), child(term_field, "labelSelector")
+    required = tuple(
+        _read_affinity_term(r, entry, item(field, index), labels)
+        for index, entry in enumerate(r.items(body.get(_REQUIRED), field))
+    )
+    field = child(base, _PREFERRED)
+    preferred = []
+    for index, entry in enumerate(r.items(body.get(_PREFERRED), field)):
+        entry_field = item(field, index)
+        weighted = r.mapping(entry, entry_field)
+        weight = r.integer(
+            weighted.get("weight"), child(entry_field, "weight"), minimum=1, maximum=100
         )
-        match_keys = r.strings(term.get("matchLabelKeys"), child(term_field, "matchLabelKeys"))
-        mismatch_keys = r.strings(
-            term.get("mismatchLabelKeys"), child(term_field, "mismatchLabelKeys")
+        if weighted.get("weight") is None:
+            r.add(child(entry_field, "weight"), "is required")
+        if weighted.get("podAffinityTerm") is None:
+            r.add(child(entry_field, "podAffinityTerm"), "is required")
+        term = _read_affinity_term(
+            r, weighted.get("podAffinityTerm"), child(entry_field, "podAffinityTerm"), labels
         )
-        if selector is not None:
-            selector = _merge_label_keys(selector, labels, match_keys, mismatch_keys)
-        topology_key = r.string(term.get("topologyKey"), child(term_field, "topologyKey"))
-        if not topology_key:
-            r.add(child(term_field, "topologyKey"), "is required")
-        namespaces = r.strings(term.get("namespaces"), child(term_field, "namespaces"))
-        namespace_selector = read_label_selector(
-            r, term.get("namespaceSelector"), child(term_field, "namespaceSelector")
-        )
-        terms.append(
-            PodAffinityTerm(
-                selector=selector,
-                topology_key=topology_key,
-                namespaces=frozenset(namespaces),
-                namespace_selector=namespace_selector,
-            )
-        )
-    return tuple(terms)
+        preferred.append(WeightedPodAffinityTerm(weight=weight or 1, term=term))
+    return required, tuple(preferred)
+
+
+def _read_affinity_term(
+    r: Reader, raw: Any, term_field: str, labels: Mapping[str, str]
+) -> PodAffinityTerm:
+    term = r.mapping(raw, term_field)
+    selector = read_label_selector(r, term.get("labelSelector"), child(term_field, "labelSelector"))
+    match_keys = r.strings(term.get("matchLabelKeys"), child(term_field, "matchLabelKeys"))
+    mismatch_keys = r.strings(term.get("mismatchLabelKeys"), child(term_field, "mismatchLabelKeys"))
+    if selector is not None:
+        selector = _merge_label_keys(selector, labels, match_keys, mismatch_keys)
+    topology_key = r.string(term.get("topologyKey"), child(term_field, "topologyKey"))
+    if not topology_key:
+        r.add(child(term_field, "topologyKey"), "is required")
+    namespaces = r.strings(term.get("namespaces"), child(term_field, "namespaces"))
+    namespace_selector = read_label_selector(
+        r, term.get("namespaceSelector"), child(term_field, "namespaceSelector")
+    )
+    return PodAffinityTerm(
+        selector=selector,
+        topology_key=topology_key,
+        namespaces=frozenset(namespaces),
+        namespace_selector=namespace_selector,
+    )
 
 
 def _read_spread(

@@ -127,7 +127,9 @@ def _all_of(predicates: list[PodPredicate]) -> PodPredicate:
     return lambda pod: all(p(pod) for p in predicates)
 
 
-def _matching(pod: Pod, snap: Snapshot, terms: tuple[PodAffinityTerm, ...], key: str) -> IntVector:
+def matching_per_node(
+    pod: Pod, snap: Snapshot, terms: tuple[PodAffinityTerm, ...], key: str
+) -> IntVector:
     """Per node, the placed pods (the pod itself excepted) matching every term of `terms`.
 
     From the snapshot's incremental counts, unless a term selects namespaces by their labels
@@ -152,7 +154,7 @@ def _incoming(pod: Pod, snap: Snapshot) -> tuple[BoolVector, BoolVector]:
     affinity_ok: BoolVector = np.ones(size, dtype=np.bool_)
     if pod.affinity:
         # Upstream counts, per term's domain, the pods matching *all* the terms.
-        found = _matching(pod, snap, pod.affinity, "affinity")
+        found = matching_per_node(pod, snap, pod.affinity, "affinity")
         has_keys: BoolVector = np.ones(size, dtype=np.bool_)
         has_any_key: BoolVector = np.zeros(size, dtype=np.bool_)
         found_all: BoolVector = np.ones(size, dtype=np.bool_)
@@ -172,7 +174,7 @@ def _incoming(pod: Pod, snap: Snapshot) -> tuple[BoolVector, BoolVector]:
     avoided: dict[str, IntVector] = {}
     for term in pod.anti_affinity:
         d = domains(snap, term.topology_key)
-        per_domain = d.totals(_matching(pod, snap, (term,), "anti-affinity"), d.present)
+        per_domain = d.totals(matching_per_node(pod, snap, (term,), "anti-affinity"), d.present)
         previous = avoided.get(term.topology_key)
         avoided[term.topology_key] = per_domain if previous is None else previous + per_domain
     for key, per_domain in avoided.items():
@@ -189,23 +191,17 @@ def _existing(pod: Pod, snap: Snapshot) -> BoolVector:
     """
     labels = snap.namespace_labels.get(pod.namespace, {})
     own = snap.placed_at(pod)
+    carried = snap.anti_affinity_terms.carried(pod) if own is not None else {}
     ok: BoolVector = np.ones(len(snap), dtype=np.bool_)
     for (namespace, term), carriers in snap.anti_affinity_terms.items():
         if not term_matches(term, namespace, pod, labels):
             continue
         holders = carriers
-        if own is not None and (namespace, term) in _carried(pod):
+        if own is not None and (namespace, term) in carried:
             holders = carriers.copy()  # never its own neighbour
-            holders[own] -= _carried(pod)[(namespace, term)]
+            holders[own] -= carried[(namespace, term)]
         d = domains(snap, term.topology_key)
         blocked = np.unique(d.ids[(holders > 0) & d.present])
         if len(blocked):
             ok &= ~np.isin(d.ids, blocked)
     return ok
-
-
-def _carried(pod: Pod) -> dict[tuple[str, PodAffinityTerm], int]:
-    out: dict[tuple[str, PodAffinityTerm], int] = {}
-    for term in pod.anti_affinity:
-        out[(pod.namespace, term)] = out.get((pod.namespace, term), 0) + 1
-    return out

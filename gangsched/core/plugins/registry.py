@@ -9,6 +9,7 @@ from gangsched.core.framework import FilterPlugin, Framework, ScorePlugin
 from gangsched.core.plugins.balanced_allocation import BalancedAllocation
 from gangsched.core.plugins.dynamic_resources import DynamicResources
 from gangsched.core.plugins.inter_pod_affinity import InterPodAffinity
+from gangsched.core.plugins.inter_pod_affinity_score import InterPodAffinityScore
 from gangsched.core.plugins.least_allocated import LeastAllocated
 from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.plugins.node_affinity import NodeAffinity, PreferredNodeAffinity
@@ -35,6 +36,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "NodeAffinity": 2.0,
     "TaintToleration": 3.0,
     "PodTopologySpread": 2.0,
+    "InterPodAffinity": 2.0,
 }
 
 
@@ -81,5 +83,6 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
         (PreferredNodeAffinity(), weight["NodeAffinity"]),
         (PreferNoScheduleTaints(), weight["TaintToleration"]),
         (PodTopologySpreadScore(), weight["PodTopologySpread"]),
+        (InterPodAffinityScore(), weight["InterPodAffinity"]),
     ]
     return Framework(filters=filters, scores=scores, pre_filters=[Unsupported(), binding])

@@ -19,13 +19,19 @@ from hypothesis import strategies as st
 from gangsched.core.cluster import ClusterState
 from gangsched.core.framework import Framework
 from gangsched.core.labels import LabelSelector
-from gangsched.core.model import Pod, PodAffinityTerm, TopologySpreadConstraint
+from gangsched.core.model import (
+    Pod,
+    PodAffinityTerm,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
+)
 from gangsched.core.plugins.inter_pod_affinity import InterPodAffinity
+from gangsched.core.plugins.inter_pod_affinity_score import InterPodAffinityScore
 from gangsched.core.plugins.pod_topology_spread import (
     PodTopologySpread,
     PodTopologySpreadScore,
 )
-from gangsched.core.pod_counts import MAX_QUERIES, PodCounts, count_matching
+from gangsched.core.pod_counts import MAX_QUERIES, PodCounts, count_matching, scoring_terms
 from gangsched.core.snapshot import Snapshot
 from tests.builders import cluster, node, pod, selector
 
@@ -55,6 +61,16 @@ def pods(draw: st.DrawFn, prefix: str, count: int) -> list[Pod]:
                 else (),
                 affinity=(repel(draw(st.sampled_from(APPS)), ZONE),)
                 if draw(st.integers(0, 3)) == 0
+                else (),
+                preferred_affinity=(
+                    WeightedPodAffinityTerm(draw(st.integers(1, 9)), repel(app, ZONE)),
+                )
+                if draw(st.booleans())
+                else (),
+                preferred_anti_affinity=(
+                    WeightedPodAffinityTerm(draw(st.integers(1, 9)), repel(app, HOST)),
+                )
+                if draw(st.booleans())
                 else (),
                 spread=(
                     TopologySpreadConstraint(
@@ -104,17 +120,28 @@ def recount_terms(snap: Snapshot) -> dict[tuple[str, PodAffinityTerm], list[int]
     return expected
 
 
+def recount_scoring_terms(
+    snap: Snapshot,
+) -> dict[tuple[str, tuple[int, PodAffinityTerm]], list[int]]:
+    expected: dict[tuple[str, tuple[int, PodAffinityTerm]], list[int]] = {}
+    for i, placed in enumerate(snap.node_pods):
+        for p in placed.values():
+            for weighted in scoring_terms(p):
+                expected.setdefault((p.namespace, weighted), [0] * len(snap))[i] += 1
+    return expected
+
+
 def verdicts(snap: Snapshot, incoming: Pod) -> tuple[list[bool], list[bool], list[float]]:
     ctx = Framework(filters=[], scores=[]).context(incoming, snap)
     every = np.ones(len(snap), dtype=np.bool_)
     affinity = InterPodAffinity().filter(ctx, snap, every).tolist()
     spread = PodTopologySpread().filter(ctx, snap, every).tolist()
     scored = PodTopologySpreadScore()
-    scores = (
-        scored.score(ctx, snap, np.arange(len(snap), dtype=np.intp)).tolist()
-        if scored.applies(ctx, snap)
-        else []
-    )
+    every_index = np.arange(len(snap), dtype=np.intp)
+    scores = scored.score(ctx, snap, every_index).tolist() if scored.applies(ctx, snap) else []
+    preferred = InterPodAffinityScore()
+    if preferred.applies(ctx, snap):
+        scores += preferred.score(ctx, snap, every_index).tolist()
     return affinity, spread, scores
 
 
@@ -168,6 +195,8 @@ def test_incremental_counts_equal_a_full_recount(
             ), key
         live = {k: v.tolist() for k, v in snap.anti_affinity_terms.items()}
         assert live == recount_terms(snap)
+        scoring = {k: v.tolist() for k, v in snap.scoring_terms.items()}
+        assert scoring == recount_scoring_terms(snap)
     for incoming in pending:
         if snap.placed_at(incoming) is None:
             assert verdicts(snap, incoming) == verdicts(fresh(snap), incoming)
