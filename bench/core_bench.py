@@ -72,30 +72,15 @@ def build(nodes: int, small: int, large: int, constrained: int = 0) -> tuple[Clu
         )
     groups: list[PodGroup] = []
     created = 0.0
-    for count, size in ((small, 3), (large, 64)):
+    shapes = [(f"gang{size}", count, size) for count, size in ((small, 3), (large, 64))]
+    shapes += [(kind, constrained, 64) for kind in CONSTRAINED]
+    for prefix, count, size in shapes:
         for g in range(count):
-            ref = GroupRef(Dialect.SIGS, "jobs", f"gang{size}-{g}")
+            ref = GroupRef(Dialect.SIGS, "jobs", f"{prefix}-{g}")
             groups.append(PodGroup(ref=ref, min_member=size, created=created))
             for m in range(size):
                 created += 1
-                pods.append(
-                    Pod(
-                        namespace="jobs",
-                        name=f"{ref.name}-{m}",
-                        uid=f"{ref.name}-{m}",
-                        scheduler_name="gangsched",
-                        requests={"cpu": 1000, "memory": 2 * GIB},
-                        group=ref,
-                        created=created,
-                    )
-                )
-    for kind in CONSTRAINED:
-        for g in range(constrained):
-            ref = GroupRef(Dialect.SIGS, "jobs", f"{kind}-{g}")
-            groups.append(PodGroup(ref=ref, min_member=64, created=created))
-            for m in range(64):
-                created += 1
-                pods.append(constrained_member(kind, ref, m, created))
+                pods.append(member(prefix, ref, m, created))
     state = ClusterState.build(
         scheduler_name="gangsched", nodes=node_list, pods=pods, groups=groups
     )
@@ -106,25 +91,25 @@ def build(nodes: int, small: int, large: int, constrained: int = 0) -> tuple[Clu
 CONSTRAINED = ("anti-affinity", "spread")
 
 
-def constrained_member(kind: str, ref: GroupRef, m: int, created: float) -> Pod:
-    """A member repelling its gang's other members (one per host), or spread over zones."""
-    labels = {"app": ref.name}
-    selector = LabelSelector(match_labels=(("app", ref.name),))
-    member = Pod(
+def member(kind: str, ref: GroupRef, m: int, created: float) -> Pod:
+    """A gang member of 1 CPU; in the constrained kinds it repels its gang's other members
+    (one per host) or spreads with them over the zones."""
+    pod = Pod(
         namespace="jobs",
         name=f"{ref.name}-{m}",
         uid=f"{ref.name}-{m}",
         scheduler_name="gangsched",
-        labels=labels,
+        labels={"app": ref.name},
         requests={"cpu": 1000, "memory": 2 * GIB},
         group=ref,
         created=created,
     )
+    selector = LabelSelector(match_labels=(("app", ref.name),))
     if kind == "anti-affinity":
-        member.anti_affinity = (PodAffinityTerm(selector, "kubernetes.io/hostname"),)
-    else:
-        member.spread = (TopologySpreadConstraint(1, "zone", "DoNotSchedule", selector),)
-    return member
+        pod.anti_affinity = (PodAffinityTerm(selector, "kubernetes.io/hostname"),)
+    elif kind == "spread":
+        pod.spread = (TopologySpreadConstraint(1, "zone", "DoNotSchedule", selector),)
+    return pod
 
 
 def run_one(nodes: int, small: int, large: int, constrained: int) -> dict[str, object]:

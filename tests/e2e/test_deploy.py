@@ -25,17 +25,9 @@ import yaml
 from gangsched.config import Config
 
 from .conftest import REPO_ROOT, Cluster
-from .harness import (
-    MANIFESTS,
-    SYSTEM_NS,
-    Gang,
-    Replica,
-    Workload,
-    eventually,
-    install,
-    manifest_config,
-)
+from .harness import MANIFESTS, SYSTEM_NS, Replica, eventually, install, manifest_config
 from .k8s import Kube, unique_name
+from .workload import Gang, Workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 

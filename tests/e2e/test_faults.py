@@ -43,22 +43,10 @@ from gangsched.core.api import (
 )
 
 from .conftest import HACK, Cluster, build_binaries, start_cluster, stop_cluster
-from .harness import (
-    SIGS,
-    SYSTEM_NS,
-    Gang,
-    PodRecorder,
-    Replica,
-    Workload,
-    bound_log_lines,
-    eventually,
-    final_state_violations,
-    install,
-    interrupted_gangs,
-    manifest_config,
-    random_gangs,
-)
+from .harness import SIGS, SYSTEM_NS, Replica, eventually, install, manifest_config
+from .invariants import PodRecorder, bound_log_lines, final_state_violations, interrupted_gangs
 from .k8s import JSON, Kube, condition, unique_name
+from .workload import Gang, Workload, random_gangs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 

@@ -20,17 +20,10 @@ from typing import Any
 import pytest
 
 from .conftest import Cluster
-from .harness import (
-    SYSTEM_NS,
-    Gang,
-    Replica,
-    Workload,
-    bound_log_lines,
-    eventually,
-    install,
-    manifest_config,
-)
+from .harness import SYSTEM_NS, Replica, eventually, install, manifest_config
+from .invariants import bound_log_lines
 from .k8s import Kube, unique_name
+from .workload import Gang, Workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 

@@ -19,17 +19,9 @@ from typing import Any
 import pytest
 
 from .conftest import Cluster
-from .harness import (
-    SYSTEM_NS,
-    Gang,
-    Replica,
-    Workload,
-    eventually,
-    install,
-    manifest_config,
-    manifest_docs,
-)
+from .harness import SYSTEM_NS, Replica, eventually, install, manifest_config, manifest_docs
 from .k8s import JSON, Kube, unique_name
+from .workload import Gang, Workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 

@@ -4,6 +4,7 @@ tests.builders: which nodes pass, why the others were rejected, and the raw scor
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import event
 
 from gangsched.core.framework import FilterPlugin, Framework, PodContext, ScorePlugin
 from gangsched.core.model import Pod
@@ -39,3 +40,20 @@ def scores(plugin: ScorePlugin, pod: Pod, snap: Snapshot) -> dict[str, float]:
     nodes = np.arange(len(snap), dtype=np.intp)
     values = plugin.score(ctx, snap, nodes)
     return {snap.nodes[i].name: float(values[i]) for i in range(len(snap))}
+
+
+def assert_matches_reference(
+    plugin: FilterPlugin, pod: Pod, snap: Snapshot, expected: list[tuple[str, Code] | None]
+) -> None:
+    """The filter passes exactly the nodes a reference implementation passes (None) and
+    explains each rejected one with the reference's (reason, code)."""
+    ctx = context(pod, snap)
+    if not plugin.applies(ctx, snap):
+        assert expected == [None] * len(snap)
+        return
+    passed = plugin.filter(ctx, snap, np.ones(len(snap), dtype=np.bool_))
+    for verdict in expected:
+        event(verdict[0] if verdict else "pass")
+    assert passed.tolist() == [v is None for v in expected]
+    for i, verdict in enumerate(expected):
+        assert plugin.explain(ctx, snap, i) == ([] if verdict is None else [verdict])

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.labels import LabelSelector, Requirement
@@ -29,7 +29,7 @@ from tests.builders import node as make_node
 from tests.builders import pod as make_pod
 from tests.builders import selector, snapshot
 
-from .probe import context, passing, rejections
+from .probe import assert_matches_reference, context, passing, rejections
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -502,15 +502,4 @@ def _scenarios(draw: st.DrawFn) -> tuple[Pod, Snapshot]:
 @given(_scenarios())
 def test_matches_upstream_reference(scenario: tuple[Pod, Snapshot]) -> None:
     pod, snap = scenario
-    plugin = InterPodAffinity()
-    ctx = context(pod, snap)
-    expected = _reference_verdicts(pod, snap)
-    if not plugin.applies(ctx, snap):
-        assert expected == [None] * len(snap)
-        return
-    passed = plugin.filter(ctx, snap, np.ones(len(snap), dtype=np.bool_))
-    for verdict in expected:
-        event(verdict[0] if verdict else "pass")
-    assert passed.tolist() == [v is None for v in expected]
-    for i, verdict in enumerate(expected):
-        assert plugin.explain(ctx, snap, i) == ([] if verdict is None else [verdict])
+    assert_matches_reference(InterPodAffinity(), pod, snap, _reference_verdicts(pod, snap))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from hypothesis import assume, event, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.labels import LabelSelector, NodeSelectorTerm, Requirement
@@ -32,7 +32,7 @@ from tests.builders import node as make_node
 from tests.builders import pod as make_pod
 from tests.builders import req, selector, snapshot, term
 
-from .probe import context, passing, rejections, scores
+from .probe import assert_matches_reference, context, passing, rejections, scores
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -458,18 +458,7 @@ def _scenarios(draw: st.DrawFn) -> tuple[Pod, Snapshot]:
 @given(_scenarios())
 def test_filter_matches_upstream_reference(scenario: tuple[Pod, Snapshot]) -> None:
     pod, snap = scenario
-    plugin = PodTopologySpread()
-    ctx = context(pod, snap)
-    expected = _reference_verdicts(pod, snap)
-    if not plugin.applies(ctx, snap):
-        assert expected == [None] * len(snap)
-        return
-    passed = plugin.filter(ctx, snap, np.ones(len(snap), dtype=np.bool_))
-    for verdict in expected:
-        event(verdict[0] if verdict else "pass")
-    assert passed.tolist() == [v is None for v in expected]
-    for i, verdict in enumerate(expected):
-        assert plugin.explain(ctx, snap, i) == ([] if verdict is None else [verdict])
+    assert_matches_reference(PodTopologySpread(), pod, snap, _reference_verdicts(pod, snap))
 
 
 def _reference_scores(pod: Pod, snap: Snapshot, candidates: list[int]) -> list[float]:

@@ -10,15 +10,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import pytest
+
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleResult, Gang, GangPlacer
 from gangsched.core.decisions import Decision, Event, Evict, Nominate, SetCondition
-from gangsched.core.model import GroupRef
+from gangsched.core.model import GroupRef, Pod
 from gangsched.core.plugins import build_framework
-from gangsched.core.preemption import build_preemptor
+from gangsched.core.preemption import KEP, MINCOST, build_preemptor
 from gangsched.core.scheduler import PreemptionOutcome, Scheduler
 from gangsched.core.status import Code
-from tests.builders import SCHEDULER
+from tests.builders import SCHEDULER, Quantity, pod
+
+BOTH = pytest.mark.parametrize("strategy", [KEP, MINCOST])
+#: Priorities of the victims and preemptors in the scenarios.
+LOW, MID, HIGH = 10, 50, 100
+
+
+def preemptor_gang(
+    name: str, n: int, cpu: Quantity, *, priority: int = HIGH, start: float = 100.0
+) -> list[Pod]:
+    """Members name-1 .. name-n of group `name`, pending, created after the victims."""
+    return [
+        pod(f"{name}-{i + 1}", cpu, priority=priority, group=name, created=start + i)
+        for i in range(n)
+    ]
 
 
 def gang_of(state: ClusterState, key: GroupRef) -> Gang:
