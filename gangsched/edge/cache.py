@@ -189,6 +189,10 @@ class ClusterCache:
                 arrived = True
             if arrived and self.on_change is not None:
                 self.on_change()  # wake the scheduling loop now, not at its next tick
+        elif self.cluster.is_gated(pod) and pod.group is not None:
+            # A gated member arrived or changed: a gang waiting for members says so again
+            # (how many are gated, by which gates), though it still cannot go.
+            self.scheduler.queue.activate_waiting(self.scheduler.unit_key(pod.group))
         if pod.labels and self.raw_budgets and (old is None or freed):
             self._refresh_budgets()
 

@@ -89,8 +89,8 @@ class Env:
         return await wait_for(check, timeout=timeout, interval=0.3, what=f"{names} bound")
 
     async def cleanup(self) -> None:
-        # No kube-controller-manager here: a namespace delete never finishes, so the test's
-        # pods and PodGroups are removed explicitly (else their retries load later tests).
+        # The test's pods and PodGroups are removed at once (the namespace controller would
+        # take a while, and their retries would load later tests meanwhile).
         for path in (
             f"/api/v1/namespaces/{self.ns}/pods",
             f"/apis/{SIGS}/namespaces/{self.ns}/podgroups",
@@ -300,6 +300,56 @@ async def test_members_beyond_the_quorum_bind_first_then_preempt(env: Env) -> No
     assert node_usage(pods)[node] <= 4000
     group = await env.kube.get(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/g")
     assert (condition(group, "PodGroupScheduled") or {}).get("status") == "True"
+
+
+async def test_a_gang_with_a_gated_member_binds_nothing_until_the_gate_goes(env: Env) -> None:
+    """Issue 12 section 1 on the real API server: nothing bound, no Unschedulable anywhere,
+    the API server's SchedulingGated condition untouched; removing the gate (with a narrower
+    nodeSelector, as Kueue's topology ungater does) binds the whole gang at once."""
+    first, second = await env.add_nodes(2, cpu="4")
+    await env.kube.create(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups", env.pod_group("job", 3))
+    gate = "kueue.x-k8s.io/admission"
+    for i in range(3):
+        extra = {"schedulingGates": [{"name": gate}]} if i == 2 else {}
+        await env.create_pod(env.pod(f"job-{i}", cpu="1", group="job", extra_spec=extra))
+    group = await env.kube.wait_for_object(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/job",
+        lambda g: "gated" in (condition(g, "PodGroupScheduled") or {}).get("message", ""),
+        timeout=60,
+        what="the PodGroup saying a member is gated",
+    )
+    cond = condition(group, "PodGroupScheduled") or {}
+    assert cond["reason"] == "NotReadyForScheduling", cond
+    assert f"1 member gated: {gate} (job-2)" in cond["message"], cond
+    # Past the 5 s waiting delay: the ungated members say why they wait, never Unschedulable.
+    await env.kube.wait_for_object(
+        f"/api/v1/namespaces/{env.ns}/pods/job-0",
+        lambda p: (condition(p, "PodScheduled") or {}).get("reason") == "NotReadyForScheduling",
+        timeout=30,
+        what="job-0 NotReadyForScheduling",
+    )
+    pods = await env.pods()
+    assert not any(p["spec"].get("nodeName") for p in pods.values()), "bound while gated"
+    gated = condition(pods["job-2"], "PodScheduled") or {}
+    assert (gated.get("status"), gated.get("reason")) == ("False", "SchedulingGated"), gated
+    assert not any(
+        c.get("reason") == "Unschedulable"
+        for p in pods.values()
+        for c in p.get("status", {}).get("conditions", [])
+    )
+    # One update removes the gate and pins the pod to the second node.
+    await env.kube.request(
+        "PATCH",
+        f"/api/v1/namespaces/{env.ns}/pods/job-2",
+        [
+            {"op": "remove", "path": "/spec/schedulingGates"},
+            {"op": "add", "path": "/spec/nodeSelector/kubernetes.io~1hostname", "value": second},
+        ],
+        content_type="application/json-patch+json",
+    )
+    bound = await env.wait_bound(["job-0", "job-1", "job-2"], timeout=60)
+    assert bound["job-2"] == second
+    assert set(bound.values()) <= {first, second}
 
 
 async def test_upstream_and_x_k8s_dialects_are_gang_scheduled(env: Env) -> None:

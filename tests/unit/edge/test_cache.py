@@ -213,3 +213,18 @@ def test_a_resize_reported_in_status_changes_what_the_pod_holds() -> None:
     resized["status"]["containerStatuses"] = [{"name": "c", "allocatedResources": {"cpu": "3"}}]
     cache.pods().upsert(resized)  # a status-only update: still read
     assert scheduler.cluster.pods["default/big"].requests["cpu"] == 3000
+
+
+def test_a_gated_member_arriving_updates_why_a_waiting_gang_waits() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    cache.pod_groups().replace([raw_pod_group("g", 3)])
+    cache.pods().replace([raw_pod("g-0", group="g"), raw_pod("g-1", group="g")])
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == "waiting" and "gated" not in report.message
+    late = raw_pod("g-2", group="g")
+    late["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    cache.pods().upsert(late)
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == "waiting"
+    assert "1 member gated: example.com/quota (g-2)" in report.message
