@@ -15,7 +15,7 @@ if [[ ! -d "$CLUSTER_DIR" ]]; then
 fi
 
 # Stop in reverse dependency order; the baseline scheduler and kwok are clients of the apiserver.
-for name in kube-scheduler-baseline kwok kube-apiserver etcd; do
+for name in kube-scheduler-baseline kwok kube-controller-manager kube-apiserver etcd; do
   stop_daemon "$name"
 done
 # Anything else somebody registered in our PID dir (e.g. an operator started by a test).

@@ -13,6 +13,13 @@ ETCD_PEER_PORT="${ETCD_PEER_PORT:-23800}"
 APISERVER_PORT="${APISERVER_PORT:-26443}"
 KWOK_PORT="${KWOK_PORT:-26080}"                # kwok's own healthz/metrics server
 SCHEDULER_PORT="${SCHEDULER_PORT:-26259}"      # baseline kube-scheduler's secure port (healthz)
+KCM_PORT="${KCM_PORT:-}"                       # kube-controller-manager's secure port (healthz); empty: a free one
+
+# kube-controller-manager: KCM=0 starts none. The controllers a real cluster runs for what
+# gangsched relies on, and that work with kwok's fake nodes (hack/k8s/README.md says why each,
+# and why not node-lifecycle / taint-eviction / pod-garbage-collector).
+KCM="${KCM:-1}"
+KCM_CONTROLLERS="${KCM_CONTROLLERS:-persistentvolume-binder-controller,persistentvolumeclaim-protection-controller,persistentvolume-protection-controller,ephemeral-volume-controller,resourceclaim-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,disruption-controller,podgroup-protection-controller,job-controller,replicaset-controller,deployment-controller,statefulset-controller}"
 
 NODES="${NODES:-2}"
 NODE_CPU="${NODE_CPU:-4}"
@@ -53,7 +60,7 @@ is_ours() {
   [[ "$cmd" == *"$CLUSTER_DIR"* ]] || return 1
   case "$name" in
     kube-scheduler-baseline) [[ "$cmd" == *kube-scheduler* ]] ;;
-    etcd | kube-apiserver | kwok) [[ "$cmd" == *"$name"* ]] ;;
+    etcd | kube-apiserver | kube-controller-manager | kwok) [[ "$cmd" == *"$name"* ]] ;;
     *) return 0 ;; # other daemons registered in PID_DIR: CLUSTER_DIR in the command line suffices
   esac
 }
@@ -111,6 +118,11 @@ port_in_use() { # true if something accepts TCP connections on BIND_ADDRESS:PORT
   (exec 3<>"/dev/tcp/$BIND_ADDRESS/$1") 2>/dev/null
 }
 
+free_port() { # a TCP port on BIND_ADDRESS that nothing listens on now
+  python3 -c 'import socket, sys
+s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1]); s.close()' "$BIND_ADDRESS"
+}
+
 http_ok() { # http_ok URL [TOKEN]: true if GET URL answers 2xx (TLS not verified: local health only)
   local url="$1" token="${2:-}"
   if command -v curl >/dev/null 2>&1; then
@@ -160,7 +172,9 @@ resolve_bin_dir() { # sets K8S_BIN_DIR (builds the binaries when missing)
     K8S_BIN_DIR="$("$HACK_DIR/build-k8s.sh" | tail -n1)" || die "hack/build-k8s.sh failed"
   fi
   local b
-  for b in kube-apiserver kubectl etcd kwok; do
+  local needed=(kube-apiserver kubectl etcd kwok)
+  [[ "${KCM:-1}" == 0 ]] || needed+=(kube-controller-manager)
+  for b in "${needed[@]}"; do
     [[ -x "$K8S_BIN_DIR/$b" ]] || die "$K8S_BIN_DIR/$b missing: run 'make k8s-binaries' (hack/build-k8s.sh)"
   done
   KWOK_STAGE_DIR="${KWOK_STAGE_DIR:-$K8S_BIN_DIR/../kwok-stages}"

@@ -8,7 +8,7 @@ if ! load_cluster_env; then
   log "no cluster in $CLUSTER_DIR"
   exit 1
 fi
-for name in etcd kube-apiserver kwok kube-scheduler-baseline; do
+for name in etcd kube-apiserver kube-controller-manager kwok kube-scheduler-baseline; do
   if pid="$(pid_of "$name")"; then
     log "$name: running (pid $pid)"
   elif [[ -e "$PID_DIR/$name.pid" ]]; then

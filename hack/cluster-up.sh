@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Start a local Kubernetes control plane for gangsched: etcd + kube-apiserver + kwok (fake nodes
-# whose pods turn Running when bound and really disappear when deleted). No kubelet, no
-# controller-manager, no scheduler (gangsched, or `make baseline-scheduler`, is the scheduler).
+# Start a local Kubernetes control plane for gangsched: etcd + kube-apiserver +
+# kube-controller-manager (the controllers a real cluster runs for volumes, resource claims,
+# garbage collection, namespaces, PDB status, PodGroup protection and the workload
+# controllers) + kwok (fake nodes whose pods turn Running when bound and really disappear when
+# deleted). No kubelet, no scheduler (gangsched, or `make baseline-scheduler`, is the scheduler).
 #
 # Everything listens on loopback; state, logs and PID files live in CLUSTER_DIR (default .cluster/).
 # Idempotent: a healthy cluster in CLUSTER_DIR is left alone; a leftover of a dead run is cleaned
@@ -9,6 +11,7 @@
 #
 # Env (defaults in hack/cluster-lib.sh):
 #   CLUSTER_DIR=.cluster  ETCD_PORT=23790 ETCD_PEER_PORT=23800 APISERVER_PORT=26443 KWOK_PORT=26080
+#   KCM=1 (0: no kube-controller-manager)  KCM_PORT=<free port>  KCM_CONTROLLERS=<see cluster-lib.sh>
 #   NODES=2 NODE_CPU=4 NODE_MEMORY=16Gi NODE_PODS=110 NODE_PREFIX=kwok-node-
 #   FEATURE_GATES=GenericWorkload=true,PodGroupPreemptionPolicy=true
 #   RUNTIME_CONFIG=scheduling.k8s.io/v1beta1=true   READY_TIMEOUT=180
@@ -23,6 +26,8 @@ guard_cluster_dir
 for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KWOK_PORT NODES NODE_PODS; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || die "$v must be a number, got '${!v}'"
 done
+[[ "$KCM" == 0 || "$KCM" == 1 ]] || die "KCM must be 0 or 1, got '$KCM'"
+[[ -z "$KCM_PORT" || "$KCM_PORT" =~ ^[0-9]+$ ]] || die "KCM_PORT must be a number, got '$KCM_PORT'"
 command -v openssl >/dev/null 2>&1 || die "openssl is required (apt-get install openssl)"
 command -v setsid >/dev/null 2>&1 || die "setsid is required (apt-get install util-linux)"
 
@@ -31,6 +36,7 @@ if [[ -d "$PID_DIR" ]] && compgen -G "$PID_DIR/*.pid" >/dev/null; then
   (
     load_cluster_env || exit 1
     pid_of etcd >/dev/null && pid_of kube-apiserver >/dev/null && pid_of kwok >/dev/null \
+      && { [[ "$KCM" == 0 ]] || pid_of kube-controller-manager >/dev/null; } \
       && http_ok "https://$BIND_ADDRESS:$APISERVER_PORT/readyz" "$ADMIN_TOKEN"
   ) && {
     load_cluster_env
@@ -47,7 +53,12 @@ for s in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-de
   [[ -s "$KWOK_STAGE_DIR/$s.yaml" ]] || die "kwok stage file $KWOK_STAGE_DIR/$s.yaml missing: rerun hack/build-k8s.sh"
 done
 
-for p in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KWOK_PORT; do
+if [[ "$KCM" == 1 && -z "$KCM_PORT" ]]; then
+  KCM_PORT="$(free_port)" || die "could not find a free port for kube-controller-manager"
+fi
+PORT_VARS=(ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KWOK_PORT)
+[[ "$KCM" == 0 ]] || PORT_VARS+=(KCM_PORT)
+for p in "${PORT_VARS[@]}"; do
   if port_in_use "${!p}"; then
     die "port ${!p} ($p) on $BIND_ADDRESS is already in use by another process (not this cluster's PID files in $CLUSTER_DIR). Stop it, or choose another port: $p=<port> $(basename "$0")"
   fi
@@ -87,6 +98,12 @@ EOF
 ) || die "openssl failed to generate the certificates in $PKI_DIR"
 ADMIN_TOKEN="$(openssl rand -hex 24)"
 echo "$ADMIN_TOKEN,admin,admin,system:masters" >"$PKI_DIR/tokens.csv"
+# kube-controller-manager authenticates as the user the bootstrap RBAC policy grants its role
+# (system:kube-controller-manager); each controller then uses its own service account in
+# kube-system (--use-service-account-credentials, tokens from the TokenRequest API, signed
+# with the same sa.key the apiserver verifies), as kubeadm clusters run it.
+KCM_TOKEN="$(openssl rand -hex 24)"
+echo "$KCM_TOKEN,system:kube-controller-manager,kube-controller-manager" >>"$PKI_DIR/tokens.csv"
 chmod 600 "$PKI_DIR"/*
 
 SERVER="https://$BIND_ADDRESS:$APISERVER_PORT"
@@ -112,6 +129,11 @@ contexts:
 current-context: gangsched
 EOF
 chmod 600 "$KUBECONFIG_FILE"
+KCM_KUBECONFIG="$CLUSTER_DIR/config/kube-controller-manager.kubeconfig"
+sed -e 's/^- name: admin$/- name: kube-controller-manager/' \
+  -e 's/^    user: admin$/    user: kube-controller-manager/' \
+  -e "s/^    token: .*/    token: $KCM_TOKEN/" "$KUBECONFIG_FILE" >"$KCM_KUBECONFIG"
+chmod 600 "$KCM_KUBECONFIG"
 
 cat >"$CLUSTER_ENV" <<EOF
 # written by hack/cluster-up.sh; read by cluster-down.sh, baseline-scheduler.sh and tests
@@ -122,6 +144,9 @@ ETCD_PORT='$ETCD_PORT'
 ETCD_PEER_PORT='$ETCD_PEER_PORT'
 APISERVER_PORT='$APISERVER_PORT'
 KWOK_PORT='$KWOK_PORT'
+KCM='$KCM'
+KCM_PORT='$KCM_PORT'
+KCM_CONTROLLERS='$KCM_CONTROLLERS'
 SERVER='$SERVER'
 ADMIN_TOKEN='$ADMIN_TOKEN'
 KUBECONFIG_FILE='$KUBECONFIG_FILE'
@@ -163,6 +188,13 @@ wait_for etcd "etcd health on port $ETCD_PORT" http_ok "http://$BIND_ADDRESS:$ET
 log "etcd is healthy"
 
 # ---------------------------------------------------------------- kube-apiserver
+# ServiceAccount admission would refuse pods until the serviceaccount controller has created
+# their namespace's "default" account (tests create a namespace and its pods at once; kwok
+# pods need no token). TaintNodesByCondition puts not-ready taints on new nodes that only
+# the node-lifecycle controller removes (not run: see hack/k8s/README.md). PodGroupProtection
+# adds a finalizer that only kube-controller-manager's podgroup-protection controller removes.
+DISABLED_ADMISSION=ServiceAccount,TaintNodesByCondition
+[[ "$KCM" == 1 ]] || DISABLED_ADMISSION+=,PodGroupProtection
 start_daemon kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
   --etcd-servers "http://$BIND_ADDRESS:$ETCD_PORT" \
   --bind-address "$BIND_ADDRESS" \
@@ -179,7 +211,7 @@ start_daemon kube-apiserver "$K8S_BIN_DIR/kube-apiserver" \
   --service-account-key-file "$PKI_DIR/sa.pub" \
   --service-account-signing-key-file "$PKI_DIR/sa.key" \
   --service-cluster-ip-range 10.96.0.0/16 \
-  --disable-admission-plugins ServiceAccount,TaintNodesByCondition,PodGroupProtection \
+  --disable-admission-plugins "$DISABLED_ADMISSION" \
   --feature-gates "$FEATURE_GATES" \
   --runtime-config "$RUNTIME_CONFIG" \
   --max-requests-inflight 3000 \
@@ -190,6 +222,29 @@ wait_for kube-apiserver "kube-apiserver /readyz at $SERVER" http_ok "$SERVER/rea
 log "kube-apiserver is ready at $SERVER"
 "${KUBECTL[@]}" get namespace default >/dev/null 2>&1 || "${KUBECTL[@]}" create namespace default >/dev/null \
   || die "could not create the default namespace"
+
+# ---------------------------------------------------------------- kube-controller-manager
+if [[ "$KCM" == 1 ]]; then
+  start_daemon kube-controller-manager "$K8S_BIN_DIR/kube-controller-manager" \
+    --kubeconfig "$KCM_KUBECONFIG" \
+    --authentication-kubeconfig "$KCM_KUBECONFIG" \
+    --authorization-kubeconfig "$KCM_KUBECONFIG" \
+    --authentication-skip-lookup=true \
+    --bind-address "$BIND_ADDRESS" \
+    --secure-port "$KCM_PORT" \
+    --cert-dir "$CLUSTER_DIR/config/kcm-serving" \
+    --controllers "$KCM_CONTROLLERS" \
+    --use-service-account-credentials=true \
+    --leader-elect=false \
+    --feature-gates "$FEATURE_GATES" \
+    --kube-api-qps 200 \
+    --kube-api-burst 400 \
+    --profiling=false \
+    --v 1
+  wait_for kube-controller-manager "kube-controller-manager /healthz on port $KCM_PORT" \
+    http_ok "https://$BIND_ADDRESS:$KCM_PORT/healthz"
+  log "kube-controller-manager is running (controllers: $KCM_CONTROLLERS)"
+fi
 
 # ---------------------------------------------------------------- kwok
 KWOK_PARALLELISM="${KWOK_PARALLELISM:-16}"

@@ -4,8 +4,9 @@ gangsched installed exactly as the Dockerfile installs it -- from the hash-locke
 into a fresh virtualenv, by hack/install-locked.sh -- runs on the cluster with the ConfigMap's
 configuration as the shipped ServiceAccount.
 
-The test cluster has no kube-controller-manager, so the Deployment creates no pods here:
-applying it is harmless, and the tests run the same configuration as local processes.
+The test cluster's kube-controller-manager creates the Deployment's pods, but nothing runs the
+default scheduler they ask for, so they stay Pending: applying it is harmless, and the tests run
+the same configuration as local processes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gangsched.config import Config
 
 from .conftest import REPO_ROOT, Cluster
 from .harness import MANIFESTS, SYSTEM_NS, Replica, eventually, install, manifest_config
-from .k8s import Kube, unique_name
+from .k8s import JSON, Kube, unique_name, wait_for
 from .workload import Gang, Workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
@@ -108,9 +109,21 @@ async def test_manifests_apply_and_describe_a_production_deployment(
     finally:
         await kube.delete(f"/api/v1/namespaces/{ns}")
 
-    # No controller-manager here: the Deployment has no ReplicaSet and no pods -- harmless.
-    pods = await kube.get(f"/api/v1/namespaces/{SYSTEM_NS}/pods")
-    assert not [p for p in pods["items"] if p["spec"].get("nodeName")]
+    # kube-controller-manager runs the Deployment: its two pods exist, for the default
+    # scheduler (which this cluster does not run, so they stay Pending, and gangsched, whose
+    # schedulerName they do not carry, leaves them alone).
+    async def replicas() -> list[JSON] | None:
+        pods = await kube.get(
+            f"/api/v1/namespaces/{SYSTEM_NS}/pods",
+            labelSelector=",".join(f"{k}={v}" for k, v in APP.items()),
+        )
+        return pods["items"] if len(pods["items"]) == 2 else None
+
+    made = await wait_for(replicas, timeout=60, what="the Deployment's two pods")
+    for replica in made:
+        assert replica["spec"]["serviceAccountName"] == "gangsched"
+        assert replica["spec"].get("schedulerName", "default-scheduler") == "default-scheduler"
+        assert not replica["spec"].get("nodeName")
 
 
 @pytest.fixture(scope="module")
