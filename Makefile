@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean
+.PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean \
+	image test-image helm-binary
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,7 +41,24 @@ unit: venv
 	$(PY) -m pytest -m 'not e2e' -q
 
 test: venv k8s-binaries check
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m 'not image'
+
+# The container image from the Dockerfile, built with buildah on a stand-in for the official
+# Python base (hack/image.sh: installs buildah and mmdebstrap from Debian if missing; cached
+# base, rebuilt only when its inputs change); prints the image name and size.
+image:
+	hack/image.sh build
+
+# The built image run against a local control plane as a pod would run it (tests/e2e/test_image.py).
+# Kept out of `make test` because a cold image build takes minutes; .ci/run runs both.
+test-image: venv k8s-binaries image
+	$(PY) -m pytest -q -m image tests/e2e/test_image.py
+
+# Helm built from its Go module (hack/build-helm.sh, version in hack/helm/versions.env), linked
+# as hack/helm/bin. The Helm e2e tests build it themselves when needed.
+helm-binary:
+	@bin_dir="$$(hack/build-helm.sh | tail -n1)" && ln -sfn "$$bin_dir" hack/helm/bin \
+		&& echo "helm: $$bin_dir/helm (linked as hack/helm/bin)"
 
 bench: venv
 	$(PY) -m bench.core_bench

@@ -175,6 +175,6 @@ case "${1:-}" in
   base) tools; mkdir -p "$CACHE"; base ;;
   tools) tools ;;
   name) echo "$IMAGE" ;;
-  buildah) shift; bah "$@" ;;
+  buildah) shift; exec buildah --root "$CACHE/storage" --runroot "$CACHE/run" --storage-driver vfs "$@" ;;
   *) echo "usage: $0 build | base | tools | name | buildah ARGS..." >&2; exit 2 ;;
 esac
