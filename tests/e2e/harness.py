@@ -67,10 +67,12 @@ def install(cluster: Cluster) -> None:
     cluster.kubectl("apply", "-f", str(MANIFESTS))
 
 
-def token_kubeconfig(cluster: Cluster, service_account: str, out: Path) -> Path:
-    """A kubeconfig authenticating as gangsched-system/<service_account> (a bound token)."""
+def token_kubeconfig(
+    cluster: Cluster, service_account: str, out: Path, *, namespace: str = SYSTEM_NS
+) -> Path:
+    """A kubeconfig authenticating as <namespace>/<service_account> (a bound token)."""
     token = cluster.kubectl(
-        "-n", SYSTEM_NS, "create", "token", service_account, "--duration", "2h"
+        "-n", namespace, "create", "token", service_account, "--duration", "2h"
     ).stdout.strip()
     ca = cluster.kubectl(
         "config", "view", "--raw", "--minify", "-o",
@@ -95,6 +97,7 @@ class Replica:
     workdir: Path
     config: dict[str, Any]
     service_account: str = "gangsched"
+    service_account_namespace: str = SYSTEM_NS
     command: Sequence[str] = gangsched_process.COMMAND
     process: subprocess.Popen[bytes] | None = None
     incarnation: int = 0
@@ -104,7 +107,10 @@ class Replica:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = self.workdir / f"{self.name}.yaml"
         self.kubeconfig = token_kubeconfig(
-            self.cluster, self.service_account, self.workdir / f"{self.name}.kubeconfig"
+            self.cluster,
+            self.service_account,
+            self.workdir / f"{self.name}.kubeconfig",
+            namespace=self.service_account_namespace,
         )
         self.metrics_url = gangsched_process.metrics_url(self.config)
 

@@ -37,7 +37,7 @@ from .harness import SYSTEM_NS, install, manifest_config
 from .k8s import Kube, unique_name
 from .walkthrough import replay_seed_walkthrough
 
-pytestmark = [pytest.mark.e2e, pytest.mark.image, pytest.mark.asyncio(loop_scope="session")]
+pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
 IMAGE_SH = REPO_ROOT / "hack" / "image.sh"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -224,6 +224,7 @@ def scheduler_process(buildah_pid: int) -> tuple[int, str] | None:
     return None
 
 
+@pytest.mark.asyncio(loop_scope="session")
 async def test_image_schedules_the_seed_walkthrough_in_cluster(
     image: str, cluster: Cluster, kube: Kube, tmp_path: Path
 ) -> None:
