@@ -41,8 +41,10 @@ TMP_DIR="$(mktemp -d "$CACHE_ROOT/.build-helm.XXXXXX")"
 trap 'rm -rf "$TMP_DIR"' EXIT
 start=$SECONDS
 log "building $MODULE/cmd/helm@$HELM_VERSION (go install; a cold build takes a few minutes on 2 cores)..."
-# Helm's own go.mod (no replace directives), its release ldflags: version, static binary.
-(cd "$TMP_DIR" && GOBIN="$TMP_DIR" GOFLAGS='' CGO_ENABLED=0 "$GO" install -p "${BUILD_HELM_PARALLEL:-2}" -trimpath \
+# Helm's own go.mod (no replace directives) and its release ldflags (version). Same -trimpath
+# and cgo setting as hack/build-k8s.sh, so the client-go/apimachinery packages both need are
+# compiled once and shared through Go's build cache.
+(cd "$TMP_DIR" && GOBIN="$TMP_DIR" GOFLAGS='' "$GO" install -p "${BUILD_HELM_PARALLEL:-2}" -trimpath \
     -ldflags "-s -w -X $MODULE/internal/version.version=$HELM_VERSION -X $MODULE/internal/version.gitTreeState=clean" \
     "$MODULE/cmd/helm@$HELM_VERSION") \
   || die "go install $MODULE/cmd/helm@$HELM_VERSION failed (see above)"
