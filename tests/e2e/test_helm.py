@@ -192,8 +192,8 @@ def test_invalid_values_fail_with_a_clear_message(helm_offline: Helm) -> None:
     values before anything reaches a cluster, naming them."""
     for args, named in (
         (["--set", "config.scorng.strategy=MostAllocated"], "scorng"),
-        (["--set", "config.scoring.strategy=Packed"], "Packed"),
-        (["--set", "config.bindConcurrency=0"], "bindConcurrency"),
+        (["--set", "config.scoring.strategy=Packed"], "/config/scoring/strategy"),
+        (["--set", "config.bindConcurrency=0"], "/config/bindConcurrency"),
         (["--set", "replicaCont=3"], "replicaCont"),
         (["--set", "serviceAccount.create=false"], "serviceAccount.name is required"),
     ):
@@ -294,7 +294,9 @@ async def test_install_schedule_upgrade_uninstall(
     helm: Helm, cluster: Cluster, kube: Kube, tmp_path: Path
 ) -> None:
     release = unique_name("rel")
-    namespace = release  # its own namespace: the Lease and the Role must follow it
+    # Its own namespace (the Lease and its Role must follow it), made by --create-namespace:
+    # not part of the release, so Helm leaves it (the test deletes it).
+    namespace = unique_name("helm-ns")
     fullname = f"{release}-gangsched"
     helm("install", release, str(CHART), "--namespace", namespace, "--create-namespace")
     try:
