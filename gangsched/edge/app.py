@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 import structlog
 from aiohttp import web
+from kopf._core.engines.peering import Identity as PeeringIdentity  # not re-exported
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gangsched.config import Config
@@ -181,8 +182,9 @@ async def run(
         os.environ["KUBECONFIG"] = kubeconfig
     stop = stop or asyncio.Event()
     holder: dict[str, Any] = {"stop": stop}
+    identity = identity or default_identity()
     registry = build_registry(
-        config=config, kubeconfig=kubeconfig, identity=identity or default_identity(), holder=holder
+        config=config, kubeconfig=kubeconfig, identity=identity, holder=holder
     )
     host, port = _host_port(config.healthAddress)
     await kopf.operator(
@@ -191,5 +193,8 @@ async def run(
         standalone=True,
         liveness_endpoint=f"http://{host}:{port}/healthz",
         stop_flag=stop,
+        # Ours, not kopf's default (user@host via getpass): under a numeric runAsUser with no
+        # passwd entry, as the image runs in a pod, getpass raises and nothing starts.
+        identity=PeeringIdentity(identity),
     )
     return int(holder.get("exit_code", 0))
