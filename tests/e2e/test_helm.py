@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import HACK, REPO_ROOT, Cluster, free_ports
+from devtools.processes import free_ports
+
+from .conftest import HACK, REPO_ROOT, Cluster
 from .harness import MANIFESTS, Replica
 from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
 from .walkthrough import replay_seed_walkthrough
