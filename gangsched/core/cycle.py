@@ -365,6 +365,8 @@ def _nothing_placed(gang: Gang, result: CycleResult) -> CycleResult:
     gang keeps what it has either way."""
     parts = ", ".join(
         f"{part.group.key} minCount ({part.group.min_member}) is met: {len(part.bound)} scheduled"
+        # Koordinator's once-satisfied gangs stay met with fewer members bound.
+        + (" (once satisfied)" if part.quorum_bound > len(part.bound) else "")
         for part in gang.parts
         if part.pending
     )

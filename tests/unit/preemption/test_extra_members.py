@@ -228,3 +228,21 @@ def test_a_quorum_met_by_bound_members_alone_preempts_for_the_rest(strategy: str
     assert outcome.started
     assert victims(outcome) == ["low-a"]  # the lower of the two
     assert nominations(outcome) == {"g-2": "n2"}
+
+
+@BOTH
+def test_a_once_satisfied_koordinator_gang_preempts_for_later_members(strategy: str) -> None:
+    """scheduling.sigs.k8s.io gangs are once-satisfied (Koordinator's default match policy):
+    one bound member keeps minMember 2 met, so a later member preempts on its own."""
+    state = cluster(
+        [node("n1", cpu=2)],
+        [
+            pod("g-1", priority=HIGH, node_name="n1", group="g", created=1),
+            pod("low", priority=LOW, node_name="n1", created=2),
+            pod("g-2", priority=HIGH, group="g", created=3),
+        ],
+        [group("g", 2, priority=HIGH)],
+    )
+    outcome, result = preempt(state, ref("g"), strategy)
+    assert "minCount (2) is met: 1 scheduled (once satisfied)" in result.message
+    assert victims(outcome) == ["low"]
