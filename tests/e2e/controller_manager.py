@@ -20,13 +20,14 @@ from .conftest import Cluster
 
 
 def running_in_cluster(cluster: Cluster) -> bool:
-    pid_file = cluster.dir / "pids" / "kube-controller-manager.pid"
-    if not pid_file.is_file():
-        return False
-    try:
-        return Path(f"/proc/{int(pid_file.read_text().strip())}").exists()
-    except ValueError:
-        return False
+    """A kube-controller-manager started with the cluster (hack/cluster-lib.sh's PID file)."""
+    for pid_file in (cluster.dir / "pids").glob("*controller-manager*.pid"):
+        try:
+            if Path(f"/proc/{int(pid_file.read_text().strip())}").exists():
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 @pytest.fixture(scope="module")
