@@ -210,11 +210,11 @@ def test_dra_explain_says_per_node_why_devices_do_not_fit(
     assert "0/2 nodes are available" in message
     for free in ("1 of 1", "4 of 4"):
         assert (
-            "cannot allocate all claims (claim default/trainer-gpu request gpus: "
-            f"{free} matching device(s) free, 8 needed)"
+            f"cannot allocate all claims (claim default/trainer-gpu: {free} device(s) free, "
+            "8 needed)"
         ) in message
     code = main(["explain", "--kind", "pod", "-f", str(manifest), "trainer"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "1 of 1 matching device(s) free, 8 needed" in out
+    assert "1 of 1 device(s) free, 8 needed" in out
     assert "(2 of 2 node(s) cannot be fixed by preemption)" in out

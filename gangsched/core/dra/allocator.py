@@ -397,6 +397,24 @@ def allocate(
 ) -> Outcome:
     """Allocate `claims` together from `node`'s devices; raises AllocationError for claims
     that cannot be allocated on any node as written."""
+    alternatives = [a for c in claims for r in c.spec.requests for a in r.alternatives]
+    if not node.unusable_pools and not any(a.admin_access for a in alternatives):
+        # A node whose free devices are fewer than the claims need at the least (a taken
+        # node, every later gang member asks it again) fails without a search.
+        need = sum(
+            min(a.count if a.mode is AllocationMode.EXACT_COUNT else 1 for a in r.alternatives)
+            for c in claims
+            for r in c.spec.requests
+            if r.alternatives
+        )
+        free = sum(1 for index in node.devices if is_free(index))
+        if free < need:
+            names = ", ".join(c.key for c in claims)
+            return Outcome(
+                picks=None,
+                failed=f"claim {names}: {free} of {len(node.devices)} device(s) free, "
+                f"{need} needed",
+            )
     search = _Search(
         claims=claims,
         entries=inventory.entries,

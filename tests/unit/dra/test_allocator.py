@@ -78,8 +78,7 @@ def test_devices_in_use_and_other_nodes_are_not_taken() -> None:
     outcome, _ = run([gpu_claim_spec(3)], [gpu_slice("n1", 4)], in_use=in_use)
     assert not outcome.ok
     assert outcome.reason() == (
-        "cannot allocate all claims (claim default/c0 request gpus: "
-        "2 of 4 matching device(s) free, 3 needed)"
+        "cannot allocate all claims (claim default/c0: 2 of 4 device(s) free, 3 needed)"
     )
 
 

@@ -103,7 +103,7 @@ def test_gang_that_cannot_get_all_claims_binds_nothing() -> None:
     assert report.result == UNSCHEDULABLE
     assert not [d for d in report.decisions if isinstance(d, Bind | AllocateClaim)]
     assert "cannot allocate all claims" in report.message
-    assert "request gpus" in report.message
+    assert "claim default/train-4-gpu" in report.message
     dra = scheduler.cluster.dra
     assert dra is not None
     assert all(c.allocation is None and not c.reserved_for for c in dra.claims.values())
