@@ -34,6 +34,8 @@ class Env:
         self.ns = self.id
         self.device_class = f"gpu-{self.id}"
         self.nodes: list[str] = []
+        #: Pod name -> its generated claim's name.
+        self.claim_of: dict[str, str] = {}
 
     async def setup(self, nodes: int) -> None:
         await self.kube.create_namespace(self.ns, {"e2e-dra-high": 1_000_000, "e2e-dra-low": 1})
@@ -129,8 +131,24 @@ class Env:
         return names
 
     async def generate_claim(self, pod: JSON, template: str) -> None:
-        """What kube-controller-manager's resourceclaim controller does for the pod."""
+        """Wait for kube-controller-manager's resourceclaim controller to generate the pod's
+        claim; where the control plane runs none, do what it does."""
         name = pod["metadata"]["name"]
+        path = f"/api/v1/namespaces/{self.ns}/pods/{name}"
+
+        async def generated() -> str | None:
+            current = await self.kube.get(path)
+            for entry in (current.get("status") or {}).get("resourceClaimStatuses") or []:
+                if entry.get("name") == "gpu" and entry.get("resourceClaimName"):
+                    return str(entry["resourceClaimName"])
+            return None
+
+        try:
+            self.claim_of[name] = await wait_for(generated, timeout=10, what="claim generated")
+            return
+        except TimeoutError:
+            pass  # no resourceclaim controller: play it
+        self.claim_of[name] = f"{name}-gpu"
         raw = await self.kube.get(
             f"{RESOURCE}/namespaces/{self.ns}/resourceclaimtemplates/{template}"
         )
@@ -246,7 +264,7 @@ async def test_gang_claims_allocated_and_reserved_before_binding(
     pods = await env.pods()
     taken: list[tuple[str, str, str]] = []
     for name in names:
-        claim = claims[f"{name}-gpu"]
+        claim = claims[env.claim_of[name]]
         pod = pods[name]
         devices = devices_of(claim)
         assert len(devices) == 4
@@ -263,7 +281,7 @@ async def test_gang_claims_allocated_and_reserved_before_binding(
         selector = claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]
         assert selector["matchFields"][0]["values"] == [node]
         # Written before the bind: the claim was seen allocated no later than its pod bound.
-        assert seen[f"claim/{name}-gpu"] <= seen[f"pod/{name}"]
+        assert seen[f"claim/{env.claim_of[name]}"] <= seen[f"pod/{name}"]
     assert len(taken) == len(set(taken)) == 16, "no device twice"
 
 
@@ -310,13 +328,13 @@ async def test_high_priority_gpu_gang_preempts_a_low_gpu_job(
         for name in low:  # kwok does not deallocate: play the resourceclaim controller
             pod = pods.get(name)
             if pod is None or pod["metadata"].get("deletionTimestamp"):
-                await release(kube, env, f"{name}-gpu")
+                await release(kube, env, env.claim_of[name])
         pod = pods.get(high[0])
         return bool(pod and pod["spec"].get("nodeName"))
 
     await wait_for(high_bound, timeout=90, what="the high gang bound after preemption")
     claims = await env.claims()
-    assert len(devices_of(claims[f"{high[0]}-gpu"])) == 4
+    assert len(devices_of(claims[env.claim_of[high[0]]])) == 4
 
 
 async def release(kube: Kube, env: Env, claim: str) -> None:
