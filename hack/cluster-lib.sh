@@ -28,9 +28,13 @@ NODE_PODS="${NODE_PODS:-110}"
 NODE_PREFIX="${NODE_PREFIX:-kwok-node-}"
 
 # scheduling.k8s.io PodGroup/Workload (v1beta1 in 1.37) + gang scheduling + workload-aware
-# preemption are all behind GenericWorkload; PodGroupPreemptionPolicy adds PodGroup.spec.preemptionPolicy.
-FEATURE_GATES="${FEATURE_GATES:-GenericWorkload=true,PodGroupPreemptionPolicy=true}"
-RUNTIME_CONFIG="${RUNTIME_CONFIG:-scheduling.k8s.io/v1beta1=true}"
+# preemption are all behind GenericWorkload; PodGroupPreemptionPolicy adds PodGroup.spec.preemptionPolicy;
+# TopologyAwareWorkloadScheduling adds PodGroup.spec.schedulingConstraints; CompositePodGroup (needs
+# the other two) serves compositepodgroups and PodGroup.spec.parentCompositePodGroupName. Both
+# scheduling.k8s.io versions are off by default: v1beta1 serves PodGroup and Workload (the storage
+# version), v1alpha3 additionally CompositePodGroup.
+FEATURE_GATES="${FEATURE_GATES:-GenericWorkload=true,PodGroupPreemptionPolicy=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true}"
+RUNTIME_CONFIG="${RUNTIME_CONFIG:-scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true}"
 
 READY_TIMEOUT="${READY_TIMEOUT:-180}"           # seconds to wait for each component
 

@@ -13,8 +13,8 @@
 #   CLUSTER_DIR=.cluster  ETCD_PORT=23790 ETCD_PEER_PORT=23800 APISERVER_PORT=26443 KWOK_PORT=26080
 #   KCM=1 (0: no kube-controller-manager)  KCM_PORT=<free port>  KCM_CONTROLLERS=<see cluster-lib.sh>
 #   NODES=2 NODE_CPU=4 NODE_MEMORY=16Gi NODE_PODS=110 NODE_PREFIX=kwok-node-
-#   FEATURE_GATES=GenericWorkload=true,PodGroupPreemptionPolicy=true
-#   RUNTIME_CONFIG=scheduling.k8s.io/v1beta1=true   READY_TIMEOUT=180
+#   FEATURE_GATES=GenericWorkload=true,PodGroupPreemptionPolicy=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true
+#   RUNTIME_CONFIG=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true   READY_TIMEOUT=180
 #   K8S_BIN_DIR=<dir with kube-apiserver, kubectl, etcd, kwok> (default: hack/build-k8s.sh output)
 #   KWOK_PARALLELISM=16  (kwok's pod/node stage workers)
 #   KWOK_MANAGE=all|annotated  (kwok fakes every node / only nodes annotated kwok.x-k8s.io/node=fake)
