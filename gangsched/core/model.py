@@ -257,6 +257,8 @@ class Pod:
     unsupported: tuple[str, ...] = ()
     #: spec.resourceClaims (Dynamic Resource Allocation).
     claims: tuple[PodClaim, ...] = ()
+    #: "namespace/name" of every owner reference (scheduler-plugins' status.occupiedBy).
+    owner_refs: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

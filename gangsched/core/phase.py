@@ -4,7 +4,7 @@ Finished, Failed)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.model import Pod
@@ -45,6 +45,18 @@ def count_members(pods: Iterable[Pod]) -> GroupCounts:
     return GroupCounts(members, scheduled + succeeded, running, succeeded, failed)
 
 
+def scheduler_plugins_counts(pods: Iterable[Pod]) -> GroupCounts:
+    """Counted as scheduler-plugins' controller counts: every pod carrying the label, and
+    running/succeeded/failed by pod phase alone (terminating pods included)."""
+    members = running = succeeded = failed = 0
+    for pod in pods:
+        members += 1
+        running += pod.phase == "Running"
+        succeeded += pod.phase == "Succeeded"
+        failed += pod.phase == "Failed"
+    return GroupCounts(members, 0, running, succeeded, failed)
+
+
 def group_phase(min_member: int, counts: GroupCounts, *, attempted: bool) -> str:
     """The phase for these counts. `attempted`: a cycle has tried the group at least once."""
     if counts.succeeded >= min_member and counts.running == 0:
@@ -60,3 +72,57 @@ def group_phase(min_member: int, counts: GroupCounts, *, attempted: bool) -> str
     if counts.members >= min_member and attempted:
         return PRE_SCHEDULING
     return PENDING
+
+
+#: scheduler-plugins stops reconciling a group whose scheduleStartTime lies this long after its
+#: creation while nothing runs ("pod may have been GCed").
+SCHEDULER_PLUGINS_STALE_SECONDS = 48 * 3600.0
+
+
+def scheduler_plugins_phase(
+    previous: str,
+    min_member: int,
+    counts: GroupCounts,
+    *,
+    created: float,
+    schedule_start: float | None,
+    previous_running: int,
+) -> tuple[str, bool]:
+    """The phase scheduler-plugins' PodGroup controller settles on, and whether it recounts.
+
+    The controller (pkg/controllers/podgroup_controller.go) reconciles on every pod and
+    PodGroup change, one step at a time: "" -> Pending; Pending -> Scheduling once at least
+    minMember pods carry the label (bound or not); from then on: fewer pods than minMember ->
+    Pending; running + succeeded < minMember -> Scheduling, else Running; any failed pod with
+    failed + running + succeeded >= minMember -> Failed; succeeded >= minMember -> Finished.
+    Finished and Failed are final. This returns where those steps come to rest. Counters are
+    recomputed in every reconcile except those that start from Pending (or no phase), from a
+    final phase, or from a group frozen after 48 hours.
+    """
+    if previous in (FINISHED, FAILED):
+        return previous, False
+    if (
+        previous in (SCHEDULING, PENDING)
+        and previous_running == 0
+        and schedule_start is not None
+        and schedule_start - created > SCHEDULER_PLUGINS_STALE_SECONDS
+    ):
+        return previous, False
+    if counts.members < min_member:
+        return PENDING, previous not in ("", PENDING)
+    started = counts.running + counts.succeeded
+    phase = SCHEDULING if started < min_member else RUNNING
+    if counts.failed and counts.failed + started >= min_member:
+        phase = FAILED
+    if counts.succeeded >= min_member:
+        phase = FINISHED
+    return phase, True
+
+
+def scheduler_plugins_occupied_by(members: Sequence[Pod]) -> str:
+    """status.occupiedBy as the controller fills it when a group leaves Pending: every owner
+    of the first member ("namespace/name", sorted, comma-separated)."""
+    if not members:
+        return ""
+    first = min(members, key=lambda p: (p.namespace, p.name))
+    return ",".join(sorted(first.owner_refs))

@@ -30,6 +30,7 @@ from gangsched.core.decisions import (
     SelectNode,
     SetCondition,
 )
+from gangsched.core.group_status import PRE_BINDING
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler
 from gangsched.edge.cache import ClusterCache
@@ -37,7 +38,7 @@ from gangsched.edge.claim_writebacks import claim_write_backs
 from gangsched.edge.events import EventRecorder, ObjectRef, event_time
 from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
 from gangsched.edge.metrics import Metrics
-from gangsched.edge.prebind import PRE_BINDING, PreBindStage, WriteBack
+from gangsched.edge.prebind import PreBindStage, WriteBack
 from gangsched.edge.volume_writebacks import volume_write_backs
 
 log = structlog.get_logger("gangsched.actuator")
@@ -45,10 +46,12 @@ log = structlog.get_logger("gangsched.actuator")
 _POD_GROUP_DIALECTS = (Dialect.SIGS, Dialect.X_K8S, Dialect.UPSTREAM)
 _CLUSTER_KINDS = {"Node": "v1", "PriorityClass": "scheduling.k8s.io/v1", "Namespace": "v1"}
 
+#: Until discovery says which version the cluster serves (it replaces these): scheduling.k8s.io
+#: serves PodGroups at v1beta1 from Kubernetes 1.37 on (v1alpha2 is gone).
 POD_GROUP_API_VERSIONS = {
     Dialect.SIGS: "scheduling.sigs.k8s.io/v1alpha1",
     Dialect.X_K8S: "scheduling.x-k8s.io/v1alpha1",
-    Dialect.UPSTREAM: "scheduling.k8s.io/v1alpha2",
+    Dialect.UPSTREAM: "scheduling.k8s.io/v1beta1",
 }
 
 

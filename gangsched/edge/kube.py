@@ -30,6 +30,10 @@ log = structlog.get_logger("gangsched.kube")
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+#: Server-side apply (JSON is YAML): the server merges by field ownership, list maps by key.
+APPLY_PATCH = "application/apply-patch+yaml"
+#: The field manager gangsched applies as (`kubectl get --show-managed-fields` shows it).
+FIELD_MANAGER = "gangsched"
 
 
 class KubeError(Exception):
@@ -154,6 +158,12 @@ class Kube:
 
     async def patch(self, path: str, body: JSON, *, content_type: str = MERGE_PATCH) -> JSON:
         return await self.request("PATCH", path, body=body, content_type=content_type)
+
+    async def apply(self, path: str, body: JSON, *, force: bool = True) -> JSON:
+        """Server-side apply as FIELD_MANAGER: sets the fields in `body` that we own, leaves
+        every other manager's fields alone, and removes ours that `body` no longer has."""
+        query = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
+        return await self.request("PATCH", path, query=query, body=body, content_type=APPLY_PATCH)
 
     async def delete(self, path: str, body: JSON | None = None) -> JSON:
         return await self.request("DELETE", path, body=body)

@@ -1,9 +1,15 @@
-"""PodGroup status: phase, member counters, schedule start time and a PodGroupScheduled
-condition, written through the status subresource only when something changed.
+"""PodGroup status written through the status subresource with server-side apply, only on
+change, without touching what other writers put there.
 
-kopf delivers the PodGroup objects (see app.py) so we compare against what the API server
-holds, not only against what we wrote last; the status itself is computed from the
-scheduler's cache and the latest cycle outcome of each group.
+What each dialect's status holds is decided in `gangsched.core.group_status` (kube-scheduler's
+`PodGroupInitiallyScheduled` on scheduling.k8s.io, scheduler-plugins' phases on
+scheduling.x-k8s.io, ours on scheduling.sigs.k8s.io). This module keeps the driver state (when a
+group was first tried, whether it timed out, what the server holds) and writes: an apply under
+gangsched's own field manager names only our fields, so a condition another controller wrote
+in between survives (a merge patch of the whole `conditions` list would erase it).
+
+kopf delivers the CRD PodGroups and our informer the upstream ones (see app.py and cache.py),
+so we compare against what the API server holds, not only against what we wrote last.
 """
 
 from __future__ import annotations
@@ -14,47 +20,31 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from gangsched.core.decisions import Event, GroupOutcome
-from gangsched.core.model import Dialect, GroupRef
-from gangsched.core.phase import count_members, group_phase
-from gangsched.core.scheduler import (
-    ERROR,
-    NOT_READY_FOR_SCHEDULING,
-    SCHEDULED,
-    WAITING,
-    WAITING_ON_PREEMPTION,
-    Scheduler,
+from gangsched.core.group_status import (
+    UPSTREAM_CONDITION,
+    desired_status,
+    find_condition,
+    timestamp,
+    unchanged,
 )
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.phase import count_members
+from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.edge.kube import JSON, Kube, KubeError
-from gangsched.edge.prebind import PRE_BINDING
 
 if TYPE_CHECKING:  # the actuator imports nothing from here; keep the type only
     from gangsched.edge.actuator import Actuator
 
 log = structlog.get_logger("gangsched.podgroup_status")
 
-CONDITION = "PodGroupScheduled"
-TIMEOUT_CONDITION = "PodGroupScheduleTimeout"
-UPSTREAM_CONDITION = "PodGroupInitiallyScheduled"
-
-_REASONS = {
-    SCHEDULED: "Scheduled",
-    WAITING_ON_PREEMPTION: "WaitingForPreemption",
-    ERROR: "SchedulerError",
-    # Held before the cycle (members missing or gated), KEP-5501's reason: not Unschedulable.
-    WAITING: NOT_READY_FOR_SCHEDULING,
-    # Placed; its pre-bind write-backs (volumes) wait to be confirmed before any member binds.
-    PRE_BINDING: "PreBinding",
-}
-
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamp(time.time())
 
 
 @dataclass
@@ -65,17 +55,20 @@ class PodGroupStatusWriter:
     may_write: Callable[[], bool] = lambda: True
     interval: float = 2.0
     versions: dict[Dialect, str] = field(default_factory=dict)
-    #: Status as last seen on the server (kopf events) or written by us.
+    #: Status as last seen on the server (watch events) or returned by our last apply.
     current: dict[GroupRef, JSON] = field(default_factory=dict)
     first_attempt: dict[GroupRef, str] = field(default_factory=dict)
     _first_attempt_mono: dict[GroupRef, float] = field(default_factory=dict)
     _timed_out: set[GroupRef] = field(default_factory=set)
+    #: PodGroupInitiallyScheduled=True as we wrote it, per group and uid: a watch event older
+    #: than our write must not make us believe it is still False (it never goes back).
+    _initially_scheduled: dict[GroupRef, tuple[str, JSON]] = field(default_factory=dict)
 
     def watch(self, dialect: Dialect, version: str) -> None:
         self.versions[dialect] = version
 
     def observed(self, ref: GroupRef, status: JSON | None) -> None:
-        """The server's copy changed (called from kopf's PodGroup event handler)."""
+        """The server's copy changed (kopf for CRDs, our informer for scheduling.k8s.io)."""
         self.current[ref] = dict(status or {})
         started = (status or {}).get("scheduleStartTime")
         if started and ref not in self.first_attempt:
@@ -106,7 +99,7 @@ class PodGroupStatusWriter:
             if ref.dialect not in self.versions:
                 continue
             desired = self.desired(ref)
-            if desired is None or _same(self.current.get(ref), desired):
+            if desired is None or unchanged(self.current.get(ref), desired):
                 continue
             await self._write(ref, desired)
 
@@ -124,50 +117,33 @@ class PodGroupStatusWriter:
             members = [
                 dataclasses.replace(p, node_name=None) if p.key in holding else p for p in members
             ]
-        counts = count_members(members)
-        phase = group_phase(group.min_member, counts, attempted=outcome is not None)
-        previous = self.current.get(ref) or {}
-        conditions = list(previous.get("conditions") or [])
         if outcome is not None:
-            ok = outcome.result == SCHEDULED or counts.scheduled >= group.min_member
-            reason = "Scheduled" if ok else _REASONS.get(outcome.result, "Unschedulable")
-            message = outcome.message if not ok else f"{counts.scheduled} pod(s) scheduled"
-            conditions = _set_condition(conditions, CONDITION, ok, reason, message)
-            if ref.dialect is Dialect.UPSTREAM and ok:
-                conditions = _set_condition(conditions, UPSTREAM_CONDITION, True, reason, message)
-            self._check_timeout(ref, group.schedule_timeout_seconds, ok, message)
-            had_timeout = any(
-                isinstance(c, dict) and c.get("type") == TIMEOUT_CONDITION for c in conditions
-            )
-            if ref in self._timed_out or (ok and had_timeout):
-                conditions = _set_condition(
-                    conditions,
-                    TIMEOUT_CONDITION,
-                    not ok,
-                    "ScheduleTimeout" if not ok else "Scheduled",
-                    f"not scheduled within scheduleTimeoutSeconds "
-                    f"({group.schedule_timeout_seconds}s); still retrying: {message}"
-                    if not ok
-                    else "scheduled after the timeout",
-                )
-        if ref.dialect is Dialect.UPSTREAM:
-            return {"conditions": conditions} if conditions else None
-        status: JSON = {
-            "phase": phase,
-            "running": counts.running,
-            "succeeded": counts.succeeded,
-            "failed": counts.failed,
-        }
-        if ref.dialect is Dialect.SIGS:
-            status["scheduled"] = counts.scheduled
-            if conditions:
-                status["conditions"] = conditions
-        if ref in self.first_attempt:
-            status["scheduleStartTime"] = self.first_attempt[ref]
-        owners = sorted({p.owner for p in self.scheduler.cluster.group_members(ref) if p.owner})
-        if owners:
-            status["occupiedBy"] = owners[0]
-        return status
+            ok = outcome.result == SCHEDULED or count_members(members).scheduled >= group.min_member
+            self._check_timeout(ref, group.schedule_timeout_seconds, ok, outcome.message)
+        return desired_status(
+            group,
+            members,
+            outcome,
+            self._previous(ref, group.uid),
+            now=_now(),
+            schedule_start=self.first_attempt.get(ref),
+            timed_out=ref in self._timed_out,
+        )
+
+    def _previous(self, ref: GroupRef, uid: str) -> JSON:
+        previous = self.current.get(ref) or {}
+        remembered = self._initially_scheduled.get(ref)
+        if remembered is None or remembered[0] != uid or ref.dialect is not Dialect.UPSTREAM:
+            return previous
+        held = find_condition(previous, UPSTREAM_CONDITION)
+        if held is not None and held.get("status") == "True":
+            return previous
+        others = [
+            c
+            for c in previous.get("conditions") or []
+            if isinstance(c, dict) and c.get("type") != UPSTREAM_CONDITION
+        ]
+        return {**previous, "conditions": [*others, remembered[1]]}
 
     def _check_timeout(self, ref: GroupRef, timeout: int | None, ok: bool, message: str) -> None:
         if timeout is None or ok or ref in self._timed_out:
@@ -192,8 +168,14 @@ class PodGroupStatusWriter:
     async def _write(self, ref: GroupRef, status: JSON) -> None:
         version = self.versions[ref.dialect]
         path = f"/apis/{version}/namespaces/{ref.namespace}/podgroups/{ref.name}/status"
+        body: JSON = {
+            "apiVersion": version,
+            "kind": "PodGroup",
+            "metadata": {"name": ref.name, "namespace": ref.namespace},
+            "status": status,
+        }
         try:
-            await self.kube.patch(path, {"status": status})
+            answer = await self.kube.apply(path, body)
         except KubeError as exc:
             if not exc.not_found:
                 self.actuator.metrics.api_errors.labels("podgroup_status", str(exc.status)).inc()
@@ -203,42 +185,9 @@ class PodGroupStatusWriter:
             self.actuator.metrics.api_errors.labels("podgroup_status", "connection").inc()
             log.warning("PodGroup status not written", group=ref.key, error=repr(exc))
             return
-        self.current[ref] = status
-
-
-def _set_condition(
-    conditions: list[Any], type_: str, ok: bool, reason: str, message: str
-) -> list[Any]:
-    status = "True" if ok else "False"
-    out = [c for c in conditions if isinstance(c, dict) and c.get("type") != type_]
-    old = next((c for c in conditions if isinstance(c, dict) and c.get("type") == type_), None)
-    since = _now()
-    if old is not None and old.get("status") == status:
-        since = old.get("lastTransitionTime") or since
-    out.append(
-        {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message[:32768],
-            "lastTransitionTime": since,
-        }
-    )
-    return sorted(out, key=lambda c: str(c.get("type")))
-
-
-def _same(current: JSON | None, desired: JSON) -> bool:
-    """Equal apart from condition timestamps (which only change with the status)."""
-    if current is None:
-        return False
-
-    def strip(status: JSON) -> JSON:
-        copy = dict(status)
-        copy["conditions"] = [
-            {k: v for k, v in c.items() if k != "lastTransitionTime"}
-            for c in status.get("conditions") or []
-            if isinstance(c, dict)
-        ]
-        return copy
-
-    return all(strip(current).get(k) == v for k, v in strip(desired).items())
+        written = answer.get("status")
+        self.current[ref] = dict(written) if isinstance(written, dict) else dict(status)
+        scheduled = find_condition(status, UPSTREAM_CONDITION)
+        group = self.scheduler.cluster.groups.get(ref)
+        if group is not None and scheduled is not None and scheduled.get("status") == "True":
+            self._initially_scheduled[ref] = (group.uid, scheduled)

@@ -33,10 +33,6 @@ from gangsched.edge.kube import Kube
 
 log = structlog.get_logger("gangsched.prebind")
 
-#: The PodGroup outcome while a gang's write-backs wait to be confirmed (status reason
-#: PreBinding): placed, but no member is bound yet.
-PRE_BINDING = "pre_binding"
-
 
 class State(Enum):
     PENDING = "pending"

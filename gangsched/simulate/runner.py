@@ -9,6 +9,7 @@ backoff whenever the cluster changes, so a run is deterministic and instant.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import (
@@ -21,6 +22,7 @@ from gangsched.core.decisions import (
     SelectNode,
     SetCondition,
 )
+from gangsched.core.group_status import desired_status, timestamp
 from gangsched.core.labels import NodeSelectorTerm
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.phase import count_members, group_phase
@@ -56,6 +58,9 @@ class GroupSummary:
     min_member: int
     scheduled: int
     message: str
+    #: The status conditions the live scheduler would have written (type, status, reason,
+    #: message; scheduling.k8s.io and scheduling.sigs.k8s.io groups).
+    conditions: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -101,6 +106,7 @@ class SimulationResult:
                     "minMember": g.min_member,
                     "scheduled": g.scheduled,
                     "message": g.message,
+                    **({"conditions": g.conditions} if g.conditions else {}),
                 }
                 for key, g in sorted(self.pod_groups.items())
             },
@@ -142,7 +148,8 @@ def simulate(
         pods=dict(cluster.pods),
         running_at_start={key for key, pod in cluster.pods.items() if pod.node_name},
     )
-    last_outcome: dict[GroupRef, str] = {}
+    last_outcome: dict[GroupRef, GroupOutcome] = {}
+    statuses: dict[GroupRef, dict[str, Any]] = {}
     conditions: dict[str, tuple[str, str]] = {}
     now = 0.0
     scheduler.enqueue_pending(now)
@@ -156,7 +163,9 @@ def simulate(
             result=result,
             conditions=conditions,
             last_outcome=last_outcome,
+            statuses=statuses,
             number=number,
+            now=now,
         )
         if changed:
             # Virtual time: every backoff has expired by the time the cluster changed.
@@ -180,7 +189,7 @@ def simulate(
                 result.waiting[key] = message
             else:
                 result.unschedulable[key] = message
-    _summarise_groups(cluster, result, last_outcome)
+    _summarise_groups(cluster, result, last_outcome, statuses, now=now)
     return result
 
 
@@ -190,8 +199,10 @@ def _apply(
     cluster: ClusterState,
     result: SimulationResult,
     conditions: dict[str, tuple[str, str]],
-    last_outcome: dict[GroupRef, str],
+    last_outcome: dict[GroupRef, GroupOutcome],
+    statuses: dict[GroupRef, dict[str, Any]],
     number: int,
+    now: float,
 ) -> bool:
     step = Step(number, report.gang.key, report.result, report.message, report.strategy)
     changed = False
@@ -227,7 +238,20 @@ def _apply(
         elif isinstance(decision, SetCondition) and decision.type == "PodScheduled":
             conditions[decision.pod] = (decision.reason, decision.message)
         elif isinstance(decision, GroupOutcome):
-            last_outcome[decision.group] = decision.message
+            last_outcome[decision.group] = decision
+            # What the live status writer would write now (upstream's condition, for one,
+            # never goes back to False once a cycle succeeded).
+            group = cluster.groups.get(decision.group)
+            if group is not None:
+                status = desired_status(
+                    group,
+                    cluster.group_members(decision.group),
+                    decision,
+                    statuses.get(decision.group, {}),
+                    now=timestamp(now),
+                )
+                if status is not None:
+                    statuses[decision.group] = status
     if report.result == SCHEDULED:
         for pod_key, _ in step.bound:
             conditions.pop(pod_key, None)
@@ -246,8 +270,16 @@ def _single_node(terms: tuple[NodeSelectorTerm, ...] | None) -> str | None:
 
 
 def _summarise_groups(
-    cluster: ClusterState, result: SimulationResult, last_outcome: dict[GroupRef, str]
+    cluster: ClusterState,
+    result: SimulationResult,
+    last_outcome: dict[GroupRef, GroupOutcome],
+    statuses: dict[GroupRef, dict[str, Any]],
+    *,
+    now: float,
 ) -> None:
+    """Each group as its dialect's owner would show it: scheduler-plugins' phases for
+    scheduling.x-k8s.io, ours for the others (scheduling.k8s.io has no phase on the cluster;
+    simulate shows ours as a summary), and the conditions the live scheduler writes."""
     refs = set(cluster.groups) | {
         ref for ref in cluster.members if ref.dialect is Dialect.KOORDINATOR
     }
@@ -255,11 +287,22 @@ def _summarise_groups(
         group = cluster.pod_group(ref)
         if group is None:
             continue
-        counts = count_members(cluster.group_members(ref))
-        phase = group_phase(group.min_member, counts, attempted=ref in last_outcome)
+        members = cluster.group_members(ref)
+        counts = count_members(members)
+        outcome = last_outcome.get(ref)
+        phase = group_phase(group.min_member, counts, attempted=outcome is not None)
+        status = statuses.get(ref, {})
+        if ref in cluster.groups:
+            status = desired_status(group, members, outcome, status, now=timestamp(now)) or {}
+        if ref.dialect is Dialect.X_K8S:
+            phase = str(status.get("phase") or phase)
         result.pod_groups[ref.key] = GroupSummary(
             phase=phase,
             min_member=group.min_member,
             scheduled=counts.scheduled,
-            message=last_outcome.get(ref, ""),
+            message=outcome.message if outcome is not None else "",
+            conditions=[
+                {key: str(c.get(key, "")) for key in ("type", "status", "reason", "message")}
+                for c in status.get("conditions") or []
+            ],
         )

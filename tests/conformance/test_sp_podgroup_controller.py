@@ -9,12 +9,9 @@ upstream's expectation for it (0) only reflects that PostBind does not run in th
 
 from __future__ import annotations
 
-import pytest
-
 from tests.conformance.harness import X_K8S_LABEL, Scenario, coscheduling_group, node, pod
 
 SOURCE = "scheduler-plugins `test/integration/podgroup_controller_test.go`"
-PHASES = "issue 19 item 7: PodGroup phases are not those of scheduler-plugins' PodGroup controller"
 NAMES = ["t1-p1-1", "t1-p1-2", "t1-p1-3"]
 
 
@@ -45,7 +42,6 @@ def assert_status(sc: Scenario, phase: str, *, running: int, succeeded: int, fai
     assert reported == {key: counts[key] for key in reported}, entry
 
 
-@pytest.mark.xfail(strict=True, reason=PHASES)
 def test_statuses_of_all_pods_change_from_pending_to_running() -> None:
     """podgroup_controller_test.go TestPodGroupController: Statuses of all pods change from pending to running."""
     sc = cluster(phase="Pending")
@@ -66,7 +62,6 @@ def test_statuses_of_all_pods_change_from_running_to_succeeded() -> None:
     assert_status(sc, "Finished", running=0, succeeded=3, failed=0)
 
 
-@pytest.mark.xfail(strict=True, reason=PHASES)
 def test_the_status_of_one_pod_changes_from_running_to_succeeded() -> None:
     """podgroup_controller_test.go TestPodGroupController: The status of one pod changes from running to succeeded."""
     sc = cluster(phase="Running")

@@ -98,6 +98,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         r.add("spec.nodeName", "cannot be set until all schedulingGates have been cleared")
     unsupported = _unsupported(r, spec)
     claims = _read_resource_claims(r, spec, status)
+    owner_refs = _owner_refs(meta.get("ownerReferences"), r.namespace)
     r.done()
     return Pod(
         namespace=r.namespace,
@@ -129,6 +130,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         os_name=os_name,
         unsupported=unsupported,
         claims=claims,
+        owner_refs=owner_refs,
     )
 
 
@@ -240,6 +242,13 @@ def _read_resource_claims(
             )
         )
     return tuple(claims)
+
+
+def _owner_refs(refs: Any, namespace: str) -> tuple[str, ...]:
+    if not isinstance(refs, list):
+        return ()
+    names = (ref.get("name") for ref in refs if isinstance(ref, dict))
+    return tuple(f"{namespace}/{name}" for name in names if isinstance(name, str) and name)
 
 
 # -- resources and ports ------------------------------------------------------------------------
