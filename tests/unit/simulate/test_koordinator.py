@@ -61,8 +61,9 @@ spec: {minMember: 2}
     )
     assert code == 0 and isinstance(result, dict)
     assert sorted(result["bound"]) == ["default/a-0", "default/a-1", "default/b-0", "default/b-1"]
-    # b's own entry placed b (a went on its own entry; it lists nothing).
-    assert {step["gang"] for step in result["timeline"]} == {"default/a", "default/b"}
+    # b's own entry was attempted (before, b's pods were queued under a's key and never
+    # tried); a, which lists nothing, may go on its own entry or with b's, as the queue orders.
+    assert "default/b" in {step["gang"] for step in result["timeline"]}
 
 
 def test_lightweight_labels_make_a_gang(tmp_path: Path) -> None:
