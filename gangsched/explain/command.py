@@ -14,8 +14,9 @@ from typing import Any
 
 from gangsched.config import Config, ConfigError, load_config
 from gangsched.core.cluster import ClusterState
-from gangsched.explain.analysis import Explanation, NotFound, explain
+from gangsched.explain.analysis import NotFound, explain
 from gangsched.explain.render import render
+from gangsched.explain.report import Explanation
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 PROG = "gangsched explain"

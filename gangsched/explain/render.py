@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from gangsched.explain.analysis import (
+from gangsched.explain.report import (
     NOTHING_PENDING,
     Explanation,
     GroupMembers,
