@@ -69,3 +69,46 @@ class DynamicResources:
 
 def _state(snap: Snapshot) -> DraState | None:
     return snap.claims if isinstance(snap.claims, DraState) else None
+
+
+#: Every DeviceClass is also reachable as this extended resource (KEP-5004, GA in 1.37).
+DEVICE_CLASS_RESOURCE = "deviceclass.resource.kubernetes.io/"
+
+
+class DraExtendedResources:
+    """Extended resources backed by DRA (a DeviceClass's `extendedResourceName`, or
+    `deviceclass.resource.kubernetes.io/<class>`) are satisfied by a claim the scheduler
+    creates for the pod; gangsched does not do that yet. Where no node advertises the
+    resource itself (a device plugin), such a pod is refused with that reason rather than
+    left with a misleading "Insufficient example.com/gpu"."""
+
+    name = "DynamicResourcesExtendedResources"
+
+    def pre_filter(self, ctx: PodContext, snap: Snapshot) -> str | None:
+        requests = ctx.pod.requests
+        if not requests:
+            return None
+        state = _state(snap)
+        mapped = (
+            {
+                c.extended_resource_name: c.name
+                for c in state.classes.values()
+                if c.extended_resource_name
+            }
+            if state is not None
+            else {}
+        )
+        for resource in sorted(requests):
+            device_class = mapped.get(resource)
+            if device_class is None and resource.startswith(DEVICE_CLASS_RESOURCE):
+                device_class = resource.removeprefix(DEVICE_CLASS_RESOURCE)
+            if device_class is None:
+                continue
+            column = snap.columns.get(resource)
+            if column is not None and bool((snap.allocatable[:, column] > 0).any()):
+                continue  # a device plugin serves it on some node: NodeResourcesFit decides
+            return (
+                f"gangsched does not support extended resources backed by DRA yet "
+                f"({resource}, DeviceClass {device_class})"
+            )
+        return None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from gangsched.core.framework import FilterPlugin, Framework, ScorePlugin
 from gangsched.core.plugins.balanced_allocation import BalancedAllocation
-from gangsched.core.plugins.dynamic_resources import DynamicResources
+from gangsched.core.plugins.dynamic_resources import DraExtendedResources, DynamicResources
 from gangsched.core.plugins.inter_pod_affinity import InterPodAffinity
 from gangsched.core.plugins.inter_pod_affinity_score import InterPodAffinityScore
 from gangsched.core.plugins.least_allocated import LeastAllocated
@@ -85,4 +85,8 @@ def build_framework(config: ScoringConfig | None = None) -> Framework:
         (PodTopologySpreadScore(), weight["PodTopologySpread"]),
         (InterPodAffinityScore(), weight["InterPodAffinity"]),
     ]
-    return Framework(filters=filters, scores=scores, pre_filters=[Unsupported(), binding])
+    return Framework(
+        filters=filters,
+        scores=scores,
+        pre_filters=[Unsupported(), DraExtendedResources(), binding],
+    )

@@ -8,7 +8,7 @@ import pytest
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import AllocateClaim, Bind, Evict
-from gangsched.core.dra.model import Allocation, Consumer, DeviceResult, ResourceClaim
+from gangsched.core.dra.model import Allocation, Consumer, DeviceClass, DeviceResult, ResourceClaim
 from gangsched.core.dra.state import DraState
 from gangsched.core.labels import NodeSelectorTerm, Requirement
 from gangsched.core.model import Pod, PodClaim, PodGroup
@@ -253,3 +253,34 @@ def test_no_preemption_when_freeing_devices_cannot_help(strategy: str) -> None:
     report = step(scheduler)
     assert not [d for d in report.decisions if isinstance(d, Evict)]
     assert report.result == UNSCHEDULABLE
+
+
+def test_extended_resources_backed_by_dra_are_refused_clearly() -> None:
+    mapped = DeviceClass(name="gpu.example.com", extended_resource_name="example.com/gpu")
+    by_mapping = pod("a", extra={"example.com/gpu": 1})
+    by_class = pod("b", extra={"deviceclass.resource.kubernetes.io/gpu.example.com": 1})
+    dra = DraState.build(classes=[mapped], slices=[gpu_slice("n1", 8)])
+    cluster = ClusterState.build(
+        scheduler_name=SCHEDULER, nodes=[node("n1")], pods=[by_mapping, by_class], dra=dra
+    )
+    scheduler = Scheduler(cluster)
+    messages = " | ".join(step(scheduler).message for _ in range(2))
+    assert (
+        "default/b: 0/1 nodes are available: gangsched does not support extended resources "
+        "backed by DRA yet (deviceclass.resource.kubernetes.io/gpu.example.com, DeviceClass "
+        "gpu.example.com)."
+    ) in messages
+    assert "default/a: 0/1 nodes are available: gangsched does not support extended" in messages
+    assert "(example.com/gpu, DeviceClass gpu.example.com)" in messages
+
+
+def test_extended_resource_a_device_plugin_serves_is_left_to_resources_fit() -> None:
+    mapped = DeviceClass(name="gpu.example.com", extended_resource_name="example.com/gpu")
+    dra = DraState.build(classes=[mapped])
+    cluster = ClusterState.build(
+        scheduler_name=SCHEDULER,
+        nodes=[node("n1", extra={"example.com/gpu": 4})],
+        pods=[pod("a", extra={"example.com/gpu": 1})],
+        dra=dra,
+    )
+    assert step(Scheduler(cluster)).result == SCHEDULED
