@@ -290,6 +290,7 @@ def cost_of(outcome: PreemptionOutcome, state: ClusterState, pending: int) -> Co
         max_priority=max((victim_priority(p, state) for p in pods), default=NO_VICTIMS),
         pods=len(pods),
         groups=len({p.group for p in pods if p.group is not None}),
+        nodes=len({p.node_name for p in pods}),
         oldest_start=-min((p.created for p in pods), default=0.0),
         total_start=-sum(p.created for p in pods),
     )

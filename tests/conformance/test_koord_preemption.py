@@ -136,11 +136,6 @@ def test_preempt_success(strategy: list[str]) -> None:
     assert sc.node_of("pending-pod-1") == sc.node_of("pending-pod-2")
 
 
-@fails_with(
-    "mincost",
-    "defect: mincost ignores the preemptor's status.nominatedNodeName when victims tie: it "
-    "evicts existing-pod-4 on node-2 where Koordinator (and kep) evict on the nominated node-1",
-)
 def test_preempt_success_with_one_waiting_pod(strategy: list[str]) -> None:
     """preemption_test.go Test_preemptionEvaluatorImpl_preempt: preempt success with one waiting pod (pending-pod-2 waits at Koordinator's Permit, assumed on node-2; here it is bound there, the state that wait ends in; one victim on node-1 makes room for pending-pod-1: the newer of the two, existing-pod-2; upstream's fixture nominates pending-pod-1 to node-1 as the trigger pod and to node-2 in the pending list: the trigger pod's node-1 is used)."""
     sc = cluster(strategy)

@@ -29,10 +29,10 @@ import numpy as np
 
 from gangsched.core.cycle import member_order
 from gangsched.core.model import Pod
-from gangsched.core.preemption.cost import victim_cost
+from gangsched.core.preemption.cost import kept_nominations, ranking, victim_cost
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.kep import is_lone_pod, kep_search
-from gangsched.core.preemption.lone_pod import node_options
+from gangsched.core.preemption.lone_pod import NodeOption, node_options
 from gangsched.core.preemption.prefix import NodeBest, cheapest_rows, prefix_per_node, unit_rows
 from gangsched.core.preemption.victims import VictimUnit, costliest_key
 from gangsched.core.snapshot import BoolVector, Snapshot
@@ -51,8 +51,14 @@ def mincost_search(problem: Problem) -> Candidate | CannotHelp:
         found = generate(problem)
         if found is not None:
             candidates.append(found)
-    best = min(range(len(candidates)), key=lambda i: (candidates[i].cost, i))
-    return candidates[best]
+    snap = problem.snap
+
+    def rank(i: int) -> tuple[object, ...]:
+        found = candidates[i]
+        named = ((pod, snap.nodes[node].name) for pod, node in found.placements)
+        return (*ranking(found.cost, kept_nominations(named)), i)
+
+    return candidates[min(range(len(candidates)), key=rank)]
 
 
 def _costliest(problem: Problem) -> Callable[[VictimUnit], tuple[object, ...]]:
@@ -65,10 +71,14 @@ def lone_pod_cheapest(problem: Problem) -> Candidate | None:
     """Per-node search reprieving the dearest victims first; nodes ranked by cost order."""
     problem.target = 1
     options = node_options(problem, lambda violating: lambda u: costliest_key(u, violating))
-    ranked = sorted(
-        options,
-        key=lambda o: (victim_cost(o.units, 0, problem.budgets), problem.snap.nodes[o.node].name),
-    )
+    pod = problem.gang.pending[0]
+
+    def rank(option: NodeOption) -> tuple[object, ...]:
+        name = problem.snap.nodes[option.node].name
+        cost = victim_cost(option.units, 0, problem.budgets)
+        return (*ranking(cost, kept_nominations([(pod, name)])), name)
+
+    ranked = sorted(options, key=rank)
     for option in ranked:
         candidate = problem.verify(option.units, "mincost/per-node", option.potential)
         if candidate is not None and candidate.cost.unplaced == 0:

@@ -377,3 +377,25 @@ def test_mincost_avoids_a_pdb_violation_kep_commits() -> None:
     cheap, _ = preempt(state, ref("g"), MINCOST)
     assert victims(cheap) == ["batch"]
     assert cheap.pdb_violations == 0
+
+
+@BOTH
+def test_equal_victims_on_the_nominated_node_are_preferred(strategy: str) -> None:
+    """One member bound on n2, the other nominated to n1: one 16-CPU victim on either node
+    makes room. The nominated node wins although the victim on n2 is younger (mincost's age
+    rule comes after the nomination), as kube-scheduler tries a nominated node first."""
+    state = cluster(
+        [node("n1", 32), node("n2", 32)],
+        [
+            pod("old-1", 16, priority=LOW, node_name="n1", created=1),
+            pod("old-2", 16, priority=LOW, node_name="n1", created=2),
+            pod("young", 16, priority=LOW, node_name="n2", created=3),
+            pod("g-1", 16, priority=HIGH, group="g", node_name="n2", created=10),
+            pod("g-2", 16, priority=HIGH, group="g", created=11, nominated="n1"),
+        ],
+        [group("g", 2)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    assert outcome.started
+    assert nominations(outcome) == {"g-2": "n1"}
+    assert victims(outcome) == ["old-2"]

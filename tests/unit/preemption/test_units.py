@@ -10,7 +10,7 @@ import pytest
 from gangsched.core.labels import LabelSelector
 from gangsched.core.model import DisruptionMode, HostPort, PodAffinityTerm
 from gangsched.core.preemption import KEP, MINCOST, collect_victims, terminating_victims
-from gangsched.core.preemption.cost import NO_VICTIMS, Cost, victim_cost
+from gangsched.core.preemption.cost import NO_VICTIMS, Cost, kept_nominations, ranking, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import gang_priority
 from tests.builders import budget, cluster, group, lone, node, pod, ref
@@ -111,7 +111,13 @@ def test_budget_selector_expressions() -> None:
 def test_cost_order_is_lexicographic() -> None:
     def cost(**kw: float) -> Cost:
         base = dict(
-            unplaced=0, pdb_violations=0, max_priority=0, pods=0, groups=0, oldest_start=0.0
+            unplaced=0,
+            pdb_violations=0,
+            max_priority=0,
+            pods=0,
+            groups=0,
+            nodes=0,
+            oldest_start=0.0,
         )
         base.update(kw)
         return Cost(**base, total_start=0.0)  # type: ignore[arg-type]
@@ -120,8 +126,20 @@ def test_cost_order_is_lexicographic() -> None:
     assert cost(pdb_violations=0, max_priority=100) < cost(pdb_violations=1, max_priority=0)
     assert cost(max_priority=1, pods=10) < cost(max_priority=2, pods=1)
     assert cost(pods=1, groups=1) < cost(pods=2, groups=0)
-    assert cost(groups=0, oldest_start=0) < cost(groups=1, oldest_start=-100)
+    assert cost(groups=0, nodes=2) < cost(groups=1, nodes=1)
+    assert cost(nodes=1, oldest_start=0) < cost(nodes=2, oldest_start=-100)
     assert cost(oldest_start=-100) < cost(oldest_start=-10)  # oldest victim started later
+
+
+def test_ranking_keeps_nominations_before_the_victims_age() -> None:
+    younger = Cost(0, 0, 10, 1, 0, 1, oldest_start=-200.0, total_start=-200.0)
+    older = Cost(0, 0, 10, 1, 0, 1, oldest_start=-100.0, total_start=-100.0)
+    assert younger < older
+    assert ranking(older, 1) < ranking(younger, 0)
+    assert ranking(younger, 0) < ranking(dataclasses.replace(older, pods=2), 1)
+    member = pod("m", nominated="n1")
+    assert kept_nominations([(member, "n1"), (pod("other"), "n1")]) == 1
+    assert kept_nominations([(member, "n2")]) == 0
 
 
 def test_victim_cost_of_nothing() -> None:
