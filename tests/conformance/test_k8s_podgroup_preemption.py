@@ -26,7 +26,6 @@ from tests.conformance.harness import (
     HOSTNAME,
     Manifest,
     Scenario,
-    fails_with,
     node,
     pdb,
     pod,
@@ -38,11 +37,6 @@ SOURCE = (
     "kube-scheduler `test/integration/scheduler/preemption/podgroup/podgrouppreemption_test.go`"
 )
 TOPOLOGY = "not built yet: topology-aware scheduling (issue 14)"
-VICTIM_AWARE = (
-    "defect: kep places the preemptors once on a cluster without any victim, spreading them "
-    "(LeastAllocated), and reprieves only around that placement; upstream's victim-aware "
-    "scoring places them where the fewest victims make room"
-)
 
 
 def n(name: str, cpu: str, labels: Mapping[str, str] | None = None) -> Manifest:
@@ -798,7 +792,6 @@ def test_victim_aware_scoring_reuses_capacity_freed_across_nodes_by_an_all_mode_
     )
 
 
-@fails_with("kep", VICTIM_AWARE)
 def test_victim_aware_scoring_reuses_leftover_capacity_of_a_large_victim(
     strategy: list[str],
 ) -> None:

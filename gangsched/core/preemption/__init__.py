@@ -3,8 +3,9 @@
 `build_preemptor()` returns the `Preemptor` the scheduler calls when a gang cannot be placed.
 Two strategies share victims, PDB accounting, verification and actuation:
 
-* `kep` reproduces upstream: one dry run with every potential victim removed, then reprieve
-  in importance order around that one placement (per-node search for a lone pod);
+* `kep` reproduces upstream: one dry run with every potential victim removed, its members
+  placed victim-aware (each where the victims it adds cost least), then reprieve in
+  importance order around that one placement (per-node search for a lone pod);
 * `mincost` (default) also steers the placement away from costly victims and keeps the
   cheapest verified candidate by the order documented in `cost.py`; it always considers the
   `kep` answer, so it is never costlier.

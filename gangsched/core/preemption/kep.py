@@ -1,20 +1,24 @@
 """Strategy `kep`: KEP-5710's algorithm, as upstream implements it (REFERENCE.md section 3).
 
 For a gang the whole cluster is one domain: remove every potential victim, run the group
-cycle once, and if it is still infeasible preemption cannot help. Otherwise keep the placement
-it found and reprieve victims in importance order (PDB violators first, then higher priority,
-groups before single pods, older first) while that placement still holds. A lone pod gets the
-default per-node search and upstream's node choice instead.
+cycle once, and if it is still infeasible preemption cannot help. Otherwise place the members
+victim-aware (`victim_aware.py`: each where the victims it adds cost least, as upstream's
+scoring of that dry run does; capacity-only regime) unless that places fewer members, and
+reprieve victims in importance order (PDB violators first, then higher priority, groups before
+single pods, older first) while the placement still holds. A lone pod gets the default
+per-node search and upstream's node choice instead.
 
-The one placement is the KEP's known weakness: it can evict an expensive victim set where
-another placement needed a cheap one. `mincost` exists to fix that and always considers this
-strategy's answer too.
+One placement, chosen member by member, is still the KEP's weakness: a greedy choice for an
+early member can force an expensive victim set later. `mincost` searches further and always
+considers this strategy's answer too.
 """
 
 from __future__ import annotations
 
+from gangsched.core.model import Pod
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem, failure_reason
 from gangsched.core.preemption.lone_pod import kep_key_factory, node_options, upstream_rank
+from gangsched.core.preemption.victim_aware import victim_aware_place
 from gangsched.core.preemption.victims import importance_key
 from gangsched.core.status import Code
 
@@ -45,16 +49,35 @@ def kep_lone_pod(problem: Problem) -> Candidate | None:
     return None
 
 
+def _placement(problem: Problem) -> list[tuple[Pod, int]] | CannotHelp:
+    """The dry run's placement, assumed in the snapshot: victim-aware when that places every
+    pending member (nothing can place more), else the plain cycle's when it places more."""
+    snap = problem.snap
+    start = snap.checkpoint()
+    aware = victim_aware_place(problem)
+    if aware is not None and len(aware.placements) == len(problem.gang.pending):
+        return list(aware.placements)
+    snap.rollback(start)
+    result = problem.place()
+    if result.code is not Code.SUCCESS:
+        return CannotHelp(failure_reason(result))
+    if aware is None or len(aware.placements) < len(result.placements):
+        return list(result.placements)
+    snap.rollback(start)
+    for pod, node in aware.placements:
+        snap.assume(pod, node)
+    return list(aware.placements)
+
+
 def kep_gang(problem: Problem) -> Candidate | CannotHelp:
     units = problem.units
     violating = problem.violating
     mark = problem.mark()
     try:
         problem.remove(units)
-        result = problem.place()
-        if result.code is not Code.SUCCESS:
-            return CannotHelp(failure_reason(result))
-        placement = list(result.placements)
+        placement = _placement(problem)
+        if isinstance(placement, CannotHelp):
+            return placement
         problem.target = len(placement)
         problem.all_removed = placement
         problem.remember(units, placement)

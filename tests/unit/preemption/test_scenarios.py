@@ -282,3 +282,44 @@ def test_multi_node(strategy: str) -> None:
     done = settle(state, strategy)
     assert len(done.bound) == 4
     assert not overcommitted(state)
+
+
+@BOTH
+def test_members_share_the_capacity_one_large_victim_frees(strategy: str) -> None:
+    """Two 2-CPU members, two 4-CPU nodes: a 4-CPU pod on n1, a 2-pod All-mode group on n2.
+    Spread by LeastAllocated, the members would evict both (3 pods); victim-aware, the second
+    member reuses what the large pod leaves on n1, and only it goes."""
+    state = cluster(
+        [node("n1", 4), node("n2", 4)],
+        [
+            pod("v-large", 4, priority=LOW, node_name="n1", created=1),
+            pod("v-med-1", 2, priority=LOW, group="victim", node_name="n2", created=2),
+            pod("v-med-2", 2, priority=LOW, group="victim", node_name="n2", created=3),
+            *preemptor_gang("p", 2, 2),
+        ],
+        [group("p", 2, priority=HIGH), group("victim", 2, priority=LOW, mode=DisruptionMode.ALL)],
+    )
+    outcome, _ = preempt(state, ref("p"), strategy)
+    assert victims(outcome) == ["v-large"]
+    assert nominations(outcome) == {"p-1": "n1", "p-2": "n1"}
+
+
+@BOTH
+def test_members_go_where_the_added_victims_have_the_lowest_priority(strategy: str) -> None:
+    """Three 1-CPU members of a 3-member gang, two 2-CPU nodes each holding a 1-CPU pod: the
+    third member needs a victim, and takes the priority-5 pod rather than the priority-10 one
+    (upstream's 'Partial Preemption with basic policy')."""
+    state = cluster(
+        [node("n1", 2), node("n2", 2)],
+        [
+            pod("low", 1, priority=LOW, node_name="n1", created=1),
+            pod("very-low", 1, priority=5, node_name="n2", created=2),
+            *preemptor_gang("p", 3, 1),
+        ],
+        [group("p", 3, priority=HIGH)],
+    )
+    outcome, _ = preempt(state, ref("p"), strategy)
+    assert victims(outcome) == ["very-low"]
+    done = settle(state, strategy)
+    assert sorted(done.bound) == ["p-1", "p-2", "p-3"]
+    assert not overcommitted(state)
