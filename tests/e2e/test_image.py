@@ -40,7 +40,9 @@ from .walkthrough import replay_seed_walkthrough
 pytestmark = [pytest.mark.e2e, pytest.mark.image]
 
 IMAGE_SH = REPO_ROOT / "hack" / "image.sh"
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# Where a pod has its ServiceAccount token: /var/run/secrets/kubernetes.io/serviceaccount. In the
+# image /var/run is a symlink to /run, and buildah does not mount through a symlink.
+SA_DIR = "/run/secrets/kubernetes.io/serviceaccount"
 MOZILLA = Path("/usr/share/ca-certificates/mozilla")
 
 
