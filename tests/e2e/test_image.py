@@ -221,7 +221,9 @@ def scheduler_process(buildah_pid: int) -> tuple[int, str] | None:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
-        if any(arg.endswith(b"/gangsched") or arg == b"gangsched" for arg in cmdline[:2]):
+        # The interpreter running the venv's entry point (not buildah's exec helper, whose
+        # arguments name it too).
+        if len(cmdline) > 1 and cmdline[1] == b"/opt/gangsched/bin/gangsched":
             return pid, status
     return None
 
@@ -276,13 +278,13 @@ async def test_image_schedules_the_seed_walkthrough_in_cluster(
         while not ready:
             alive()
             assert time.monotonic() < deadline, f"not ready within 120s:\n{tail()}"
-            inner = inner or scheduler_process(process.pid)
             try:
                 url = f"http://{config['metricsAddress']}/readyz"
                 with urllib.request.urlopen(url, timeout=2) as response:
                     ready = response.status == 200
             except OSError:
                 time.sleep(0.5)
+        inner = scheduler_process(process.pid)
         assert inner is not None, "no gangsched process found under buildah run"
         pid, status = inner
         uids = re.search(r"^Uid:\s+(.*)$", status, flags=re.M)
