@@ -166,6 +166,12 @@ class SchedulingQueue:
         if entry is not None and entry.waiting and entry.state is State.UNSCHEDULABLE:
             self.activate(ref)
 
+    def wake_waiting(self) -> None:
+        """Membership may have changed without per-pod events (a relist): retry every gang
+        held waiting for its members."""
+        for ref in [r for r, e in self._entries.items() if e.waiting]:
+            self.activate_waiting(ref)
+
     def is_waiting(self, ref: GroupRef) -> bool:
         entry = self._entries.get(ref)
         return entry is not None and entry.waiting

@@ -122,6 +122,7 @@ class ClusterCache:
             self._forget_pod(key)
         self._refresh_budgets()
         self.scheduler.enqueue_pending(self.clock())
+        self.scheduler.queue.wake_waiting()  # a relist may have brought their members
         self._changed()
 
     def _upsert_pod(self, obj: JSON, *, notify: bool = True) -> None:
@@ -319,6 +320,7 @@ class ClusterCache:
         ]:
             self.cluster.delete_group(ref)
         self.scheduler.enqueue_pending(self.clock())
+        self.scheduler.queue.wake_waiting()  # their PodGroups may have come or gone
         self._changed()
 
     def _upsert_group(self, obj: JSON, *, notify: bool = True) -> GroupRef | None:

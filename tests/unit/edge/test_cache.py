@@ -228,3 +228,16 @@ def test_a_gated_member_arriving_updates_why_a_waiting_gang_waits() -> None:
     report = scheduler.step(0.0)
     assert report is not None and report.result == "waiting"
     assert "1 member gated: example.com/quota (g-2)" in report.message
+
+
+def test_a_relist_that_brings_the_missing_members_retries_a_waiting_gang() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    cache.pod_groups().replace([raw_pod_group("g", 2)])
+    cache.pods().replace([raw_pod("g-0", group="g")])
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == "waiting"
+    # The watch broke; the relist shows the second member (no per-pod event for it).
+    cache.pods().replace([raw_pod("g-0", group="g"), raw_pod("g-1", group="g")])
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == SCHEDULED
