@@ -23,7 +23,7 @@ from gangsched.config import Config
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
-from gangsched.edge.operator import POD_GROUP_GROUPS, Operator
+from gangsched.edge.operator import MAX_WATCHES, POD_GROUP_GROUPS, Operator
 
 log = structlog.get_logger("gangsched.app")
 
@@ -77,8 +77,9 @@ def build_registry(
         settings.posting.enabled = False  # our events go through the deduplicating recorder
         settings.peering.standalone = True
         settings.watching.server_timeout = 300
-        # Binds (or victims) in flight, plus the informers' watches and the other writes.
-        kube = await Kube.connect(kubeconfig, connections=config.bindConcurrency + 16)
+        # Binds (or victims) in flight, the informers' watches, and room for the lease renewal,
+        # status writes and events (connections open only when needed: the cap costs nothing).
+        kube = await Kube.connect(kubeconfig, connections=config.bindConcurrency + MAX_WATCHES + 16)
         preemptor = None
         if config.preemption.enabled:
             from gangsched.core.preemption import build_preemptor

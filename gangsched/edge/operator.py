@@ -55,6 +55,12 @@ POD_GROUP_GROUPS = {
     "scheduling.k8s.io": Dialect.UPSTREAM,
 }
 
+#: The most informers `start` runs at once, each holding one HTTP/1.1 connection for its watch:
+#: pods, nodes, namespaces, priority classes, budgets, the storage and DRA kinds and one per
+#: PodGroup dialect. The connection pool must be larger than this, or the watches take every
+#: connection and a lease renewal waits behind them until leadership is lost.
+MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS)
+
 
 @dataclass
 class TimedPreemptor:
