@@ -28,6 +28,7 @@ from typing import Any
 from gangsched.core.decisions import GroupOutcome
 from gangsched.core.model import Dialect, Pod, PodGroup
 from gangsched.core.phase import (
+    PENDING,
     count_members,
     group_phase,
     scheduler_plugins_counts,
@@ -188,8 +189,13 @@ def _sigs(
     timed_out: bool,
 ) -> dict[str, Any]:
     counts = count_members(members)
+    phase = group_phase(group.min_member, counts, attempted=outcome is not None)
+    if str(previous.get("phase") or "") in ("", PENDING) and counts.members < group.min_member:
+        # Koordinator's PodGroup controller (this dialect's owner) leaves a Pending group
+        # Pending until it has minMember pods, whatever some of them are doing.
+        phase = PENDING
     status: dict[str, Any] = {
-        "phase": group_phase(group.min_member, counts, attempted=outcome is not None),
+        "phase": phase,
         "scheduled": counts.scheduled,
         "running": counts.running,
         "succeeded": counts.succeeded,

@@ -278,8 +278,9 @@ def _summarise_groups(
     now: float,
 ) -> None:
     """Each group as its dialect's owner would show it: scheduler-plugins' phases for
-    scheduling.x-k8s.io, ours for the others (scheduling.k8s.io has no phase on the cluster;
-    simulate shows ours as a summary), and the conditions the live scheduler writes."""
+    scheduling.x-k8s.io, ours with Koordinator's Pending rule for scheduling.sigs.k8s.io, ours
+    for the others (scheduling.k8s.io has no phase on the cluster; simulate shows ours as a
+    summary), and the conditions the live scheduler writes."""
     refs = set(cluster.groups) | {
         ref for ref in cluster.members if ref.dialect is Dialect.KOORDINATOR
     }
@@ -294,7 +295,7 @@ def _summarise_groups(
         status = statuses.get(ref, {})
         if ref in cluster.groups:
             status = desired_status(group, members, outcome, status, now=timestamp(now)) or {}
-        if ref.dialect is Dialect.X_K8S:
+        if ref.dialect in (Dialect.X_K8S, Dialect.SIGS):
             phase = str(status.get("phase") or phase)
         result.pod_groups[ref.key] = GroupSummary(
             phase=phase,

@@ -11,12 +11,9 @@ reconciler shortcut, not a phase rule) and TestFillGroupStatusOccupied / TestFil
 
 from __future__ import annotations
 
-import pytest
-
 from tests.conformance.harness import SIGS_API, SIGS_LABEL, Scenario, coscheduling_group, node, pod
 
 SOURCE = "Koordinator `pkg/scheduler/plugins/coscheduling/controller/podgroup_test.go`"
-PHASES = "issue 19 item 7: PodGroup phases are not those of Koordinator's PodGroup controller"
 
 
 def phase_after(
@@ -92,7 +89,6 @@ def test_group_status_from_pending_to_prescheduling() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason=PHASES)
 def test_group_min_member_more_than_pod_number() -> None:
     """controller/podgroup_test.go Test_Run: Group min member more than Pod number."""
     assert phase_after("pg9", 3, ["pod91", "pod92"], "Pending", "Pending") == "Pending"
