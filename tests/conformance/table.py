@@ -37,6 +37,8 @@ def _short(reason: str) -> str:
         return f"{match.group(1)} (#{match.group(2)})"
     if reason.startswith("defect:"):
         return "defect"
+    if reason.startswith("deliberate:"):
+        return "deliberate difference"
     return reason
 
 

@@ -119,10 +119,10 @@ def test_no_potential_victims(strategy: list[str]) -> None:
 
 @fails_with(
     "kep",
-    "defect: kep tries each member's nominated node first, as kube-scheduler's cycle does "
+    "deliberate: kep reproduces kube-scheduler, which tries each member's nominated node first "
     "(schedule_one.go evaluateNominatedNode); the fixture nominates the members to node-2 and "
     "node-1, so kep evicts one pod on each (2 victims, as many as Koordinator), where "
-    "Koordinator packs both members on one node",
+    "Koordinator packs both members on one node; mincost (the default) gives Koordinator's",
 )
 def test_preempt_success(strategy: list[str]) -> None:
     """preemption_test.go Test_preemptionEvaluatorImpl_preempt: preempt success (both members go to one node, whose two low-priority pods are the victims)."""
