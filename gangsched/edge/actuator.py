@@ -92,6 +92,10 @@ class Actuator:
     pre_binding: set[GroupRef] = field(default_factory=set)
     pre_binding_pods: set[str] = field(default_factory=set)
     _latest_condition: dict[str, SetCondition] = field(default_factory=dict)
+    #: One condition write per pod at a time, and the number of writers using each lock: two
+    #: PATCHes in flight on two connections may land in either order, and a stale message
+    #: landing last stayed on the pod until the gang's next cycle.
+    _condition_locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _bind_slots: asyncio.Semaphore | None = None
     _eviction_slots: asyncio.Semaphore | None = None
@@ -412,12 +416,22 @@ class Actuator:
                 return
         if self._latest_condition.get(cond.pod) is not cond:
             return  # superseded by a newer decision (or the pod was bound)
-        self._latest_condition.pop(cond.pod, None)
-        signature = (cond.status, cond.reason, cond.message)
-        if self._written.get(cond.pod) == signature or not self.may_write():
-            return
-        if await self._patch_condition(cond):
-            self._written[cond.pod] = signature
+        lock, users = self._condition_locks.setdefault(cond.pod, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:  # an older write of this pod's condition lands first
+                if self._latest_condition.get(cond.pod) is not cond:
+                    return  # superseded while the older write was in flight
+                self._latest_condition.pop(cond.pod, None)
+                signature = (cond.status, cond.reason, cond.message)
+                if self._written.get(cond.pod) == signature or not self.may_write():
+                    return
+                if await self._patch_condition(cond):
+                    self._written[cond.pod] = signature
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                self._condition_locks.pop(cond.pod, None)
 
     async def _patch_condition(self, cond: SetCondition) -> bool:
         body = {
