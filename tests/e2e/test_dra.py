@@ -225,16 +225,27 @@ def devices_of(claim: JSON) -> list[tuple[str, str, str]]:
     ]
 
 
-async def watch_order(kube: Kube, env: Env, seen: dict[str, float], stop: asyncio.Event) -> None:
-    """Record when each claim got its allocation and each pod its node (polling fast)."""
-    loop = asyncio.get_running_loop()
-    while not stop.is_set():
-        for name, claim in (await env.claims()).items():
-            if devices_of(claim) and f"claim/{name}" not in seen:
-                seen[f"claim/{name}"] = loop.time()
+async def watch_order(kube: Kube, env: Env, seen: dict[str, int], stop: asyncio.Event) -> None:
+    """Record in which poll each claim was first seen allocated and each pod first seen bound.
+
+    Each poll lists the pods before the claims: a claim allocated before its pod was bound is
+    then seen allocated in the same poll as the bound pod or an earlier one, so the order check
+    never fails on timing alone; a claim written after the bind shows up in a later poll when
+    the bind lands between two polls. A final poll after ``stop`` records what the last one
+    missed.
+    """
+    poll = 0
+    while True:
+        done = stop.is_set()
         for name, pod in (await env.pods()).items():
             if pod["spec"].get("nodeName") and f"pod/{name}" not in seen:
-                seen[f"pod/{name}"] = loop.time()
+                seen[f"pod/{name}"] = poll
+        for name, claim in (await env.claims()).items():
+            if devices_of(claim) and f"claim/{name}" not in seen:
+                seen[f"claim/{name}"] = poll
+        if done:
+            return
+        poll += 1
         await asyncio.sleep(0.05)
 
 
@@ -245,7 +256,7 @@ async def test_gang_claims_allocated_and_reserved_before_binding(
     env = Env(kube)
     await env.setup(nodes=2)
     await env.template("four-gpus", 4)
-    seen: dict[str, float] = {}
+    seen: dict[str, int] = {}
     stop = asyncio.Event()
     watcher = asyncio.create_task(watch_order(kube, env, seen, stop))
     try:
