@@ -2,10 +2,9 @@
 
 Binds go through `pods/binding` with the pod's UID (a recreated pod of the same name is never
 bound by mistake), a bounded number at a time; a 409 or 404 means the pod changed under us,
-so the assumption is dropped and the gang requeued. Conditions are strategic-merge patches of
-`pods/status` (merging by condition type keeps the kubelet's conditions), written only when
-they changed. A victim first gets its DisruptionTarget condition, then a graceful delete with
-a UID precondition, then the Preempted event.
+so the assumption is dropped and the gang requeued. A gang with pre-bind write-backs (volumes,
+claims) binds only once all of them are confirmed (edge/prebind.py). Conditions, nominations,
+victims and events are written by edge/pod_writes.py.
 """
 
 from __future__ import annotations
@@ -35,34 +34,16 @@ from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.claim_writebacks import claim_write_backs
-from gangsched.edge.events import EventRecorder, ObjectRef, event_time
-from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
+from gangsched.edge.events import EventRecorder, ObjectRef
+from gangsched.edge.kube import Kube, KubeError
 from gangsched.edge.metrics import Metrics
+from gangsched.edge.pod_writes import POD_GROUP_API_VERSIONS, PodWriter, pod_path, split_key
 from gangsched.edge.prebind import PreBindStage, WriteBack
 from gangsched.edge.volume_writebacks import volume_write_backs
 
 log = structlog.get_logger("gangsched.actuator")
 
 _POD_GROUP_DIALECTS = (Dialect.SIGS, Dialect.X_K8S, Dialect.UPSTREAM)
-_CLUSTER_KINDS = {"Node": "v1", "PriorityClass": "scheduling.k8s.io/v1", "Namespace": "v1"}
-
-#: Until discovery says which version the cluster serves (it replaces these): scheduling.k8s.io
-#: serves PodGroups at v1beta1 from Kubernetes 1.37 on (v1alpha2 is gone).
-POD_GROUP_API_VERSIONS = {
-    Dialect.SIGS: "scheduling.sigs.k8s.io/v1alpha1",
-    Dialect.X_K8S: "scheduling.x-k8s.io/v1alpha1",
-    Dialect.UPSTREAM: "scheduling.k8s.io/v1beta1",
-}
-
-
-def _split(key: str) -> tuple[str, str]:
-    namespace, _, name = key.partition("/")
-    return namespace, name
-
-
-def pod_path(key: str, sub: str = "") -> str:
-    namespace, name = _split(key)
-    return f"/api/v1/namespaces/{namespace}/pods/{name}" + (f"/{sub}" if sub else "")
 
 
 @dataclass
@@ -76,8 +57,6 @@ class Actuator:
     #: Writes happen only while this says so (leader election).
     may_write: Callable[[], bool] = lambda: True
     api_versions: dict[Dialect, str] = field(default_factory=lambda: dict(POD_GROUP_API_VERSIONS))
-    #: Last PodScheduled condition written per pod: unchanged conditions are not rewritten.
-    _written: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     #: Latest outcome per PodGroup, read by the PodGroup status writer.
     outcomes: dict[GroupRef, GroupOutcome] = field(default_factory=dict)
     outcome_changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -91,14 +70,21 @@ class Actuator:
     #: Gangs, and their pods, whose pre-bind write-backs are in flight (they bind after).
     pre_binding: set[GroupRef] = field(default_factory=set)
     pre_binding_pods: set[str] = field(default_factory=set)
-    _latest_condition: dict[str, SetCondition] = field(default_factory=dict)
-    #: One condition write per pod at a time, and the number of writers using each lock: two
-    #: PATCHes in flight on two connections may land in either order, and a stale message
-    #: landing last stayed on the pod until the gang's next cycle.
-    _condition_locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _bind_slots: asyncio.Semaphore | None = None
-    _eviction_slots: asyncio.Semaphore | None = None
+    pods: PodWriter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pods = PodWriter(
+            kube=self.kube,
+            scheduler=self.scheduler,
+            cache=self.cache,
+            events=self.events,
+            metrics=self.metrics,
+            may_write=self.may_write,
+            api_versions=self.api_versions,
+            concurrency=self.bind_concurrency,
+        )
 
     def apply(self, report: CycleReport) -> None:
         """Start carrying out a report's decisions; returns at once (work runs as tasks)."""
@@ -109,7 +95,7 @@ class Actuator:
         held: list[Bind] = []
         for decision in report.decisions:
             if isinstance(decision, Bind):
-                self._latest_condition.pop(decision.pod, None)
+                self.pods.latest_condition.pop(decision.pod, None)
                 self.cache.assumed[decision.pod] = decision.node
                 if volumes or claims:
                     held.append(decision)  # bound once volumes and claims are confirmed
@@ -122,18 +108,18 @@ class Actuator:
             elif isinstance(decision, Event) and decision.reason == "Preempted":
                 victims.setdefault(decision.regarding, []).append(decision)
             elif isinstance(decision, SetCondition):
-                self._latest_condition[decision.pod] = decision
+                self.pods.latest_condition[decision.pod] = decision
                 delay = self.waiting_condition_delay if waiting else 0.0
-                self._spawn(self._pod_condition(decision, delay))
+                self._spawn(self.pods.pod_condition(decision, delay))
             elif isinstance(decision, Nominate):
                 # Reserve at once, as kube-scheduler's nominator does: the next cycle (maybe
                 # another preemptor) must see this capacity as taken, not wait for the watch.
                 self.cache.nominate(decision.pod, decision.uid, decision.node)
-                self._spawn(self._nominate(decision))
+                self._spawn(self.pods.nominate(decision))
             elif isinstance(decision, Event) and waiting:
-                self._spawn(self._waiting_event(decision, report))
+                self._spawn(self.pods.waiting_event(decision, report, self.waiting_condition_delay))
             elif isinstance(decision, Event):
-                self._spawn(self._event(decision))
+                self._spawn(self.pods.event(decision))
             elif isinstance(decision, GroupOutcome):
                 self.outcomes[decision.group] = decision
                 self.changed_groups.add(decision.group)
@@ -142,7 +128,7 @@ class Actuator:
             for step in steps:
                 if isinstance(step, Evict):
                     self.cache.evict(step.pod, step.uid)
-            self._spawn(self._preempt(steps))
+            self._spawn(self.pods.preempt(steps))
         if held:
             writes = volume_write_backs(volumes, self.scheduler.cluster)
             writes += claim_write_backs(claims, self.scheduler.cluster)
@@ -171,12 +157,12 @@ class Actuator:
     def apply_nomination(self, nominate: Nominate) -> None:
         """Set or clear a nomination that no cycle report carries (reserved at once)."""
         self.cache.nominate(nominate.pod, nominate.uid, nominate.node)
-        self._spawn(self._nominate(nominate))
+        self._spawn(self.pods.nominate(nominate))
 
     def apply_event(self, event: Event, regarding: ObjectRef | None = None) -> None:
         """Post an event that no cycle produced (e.g. a schedule timeout, an object we cannot
         read); `regarding` overrides the reference built from the cache."""
-        self._spawn(self._event(event, regarding))
+        self._spawn(self.pods.event(event, regarding))
 
     async def drain(self) -> None:
         while self._tasks:
@@ -201,7 +187,7 @@ class Actuator:
     async def _bind(self, bind: Bind, gang: GroupRef) -> None:
         if self._bind_slots is None:
             self._bind_slots = asyncio.Semaphore(self.bind_concurrency)
-        namespace, name = _split(bind.pod)
+        namespace, name = split_key(bind.pod)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -291,10 +277,10 @@ class Actuator:
             condition = SetCondition(
                 bind.pod, bind.uid, "PodScheduled", "False", "SchedulerError", message
             )
-            if await self._patch_condition(condition):
-                self._written[bind.pod] = ("False", "SchedulerError", message)
+            if await self.pods.patch_condition(condition):
+                self.pods.written[bind.pod] = ("False", "SchedulerError", message)
         kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
-        await self._event(
+        await self.pods.event(
             Event(kind, gang.key, "Warning", "FailedScheduling", "Binding", f"{message}; retrying")
         )
 
@@ -406,159 +392,3 @@ class Actuator:
                     f"binding {bind.pod} to {bind.node} not done: {error}; retrying the group",
                 )
             )
-
-    # ---------------------------------------------------------------------------- conditions
-    async def _pod_condition(self, cond: SetCondition, delay: float = 0.0) -> None:
-        if delay:
-            await asyncio.sleep(delay)
-            pod = self.scheduler.cluster.pods.get(cond.pod)
-            if pod is None or not self.scheduler.cluster.is_pending(pod):
-                return
-        if self._latest_condition.get(cond.pod) is not cond:
-            return  # superseded by a newer decision (or the pod was bound)
-        lock, users = self._condition_locks.setdefault(cond.pod, (asyncio.Lock(), [0]))
-        users[0] += 1
-        try:
-            async with lock:  # an older write of this pod's condition lands first
-                if self._latest_condition.get(cond.pod) is not cond:
-                    return  # superseded while the older write was in flight
-                self._latest_condition.pop(cond.pod, None)
-                signature = (cond.status, cond.reason, cond.message)
-                if self._written.get(cond.pod) == signature or not self.may_write():
-                    return
-                if await self._patch_condition(cond):
-                    self._written[cond.pod] = signature
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                self._condition_locks.pop(cond.pod, None)
-
-    async def _patch_condition(self, cond: SetCondition) -> bool:
-        body = {
-            "metadata": {"uid": cond.uid},
-            "status": {
-                "conditions": [
-                    {
-                        "type": cond.type,
-                        "status": cond.status,
-                        "reason": cond.reason,
-                        "message": cond.message,
-                        "lastTransitionTime": event_time()[:19] + "Z",
-                    }
-                ]
-            },
-        }
-        try:
-            await self.kube.patch(
-                pod_path(cond.pod, "status"), body, content_type=STRATEGIC_MERGE_PATCH
-            )
-        except KubeError as exc:
-            if not exc.not_found:
-                self.metrics.api_errors.labels("pod_status", str(exc.status)).inc()
-                log.warning("condition not written", pod=cond.pod, type=cond.type, error=str(exc))
-            return False
-        return True
-
-    async def _nominate(self, nominate: Nominate) -> None:
-        if not self.may_write():
-            return
-        pod = self.scheduler.cluster.pods.get(nominate.pod)
-        if nominate.node is None and (pod is None or pod.node_name is not None):
-            # Bound (or binding): the API server refuses any nominatedNodeName on a bound pod
-            # and the reservation is already gone from the cache.
-            self.cache.nominations.pop(nominate.pod, None)
-            return
-        body = {"metadata": {"uid": nominate.uid}, "status": {"nominatedNodeName": nominate.node}}
-        try:
-            await self.kube.patch(
-                pod_path(nominate.pod, "status"), body, content_type=STRATEGIC_MERGE_PATCH
-            )
-        except KubeError as exc:
-            self.cache.nominations.pop(nominate.pod, None)
-            if not exc.not_found:
-                self.metrics.api_errors.labels("nominate", str(exc.status)).inc()
-                log.warning("nomination not written", pod=nominate.pod, error=str(exc))
-
-    # ---------------------------------------------------------------------------- preemption
-    async def _preempt(self, steps: list[Decision]) -> None:
-        evict = next((step for step in steps if isinstance(step, Evict)), None)
-        if self._eviction_slots is None:
-            # As many victims in flight as binds: a gang preempting 1,000 pods would otherwise
-            # queue 3,000 requests at once behind the connection pool (memory, not speed).
-            self._eviction_slots = asyncio.Semaphore(self.bind_concurrency)
-        done = False
-        try:
-            async with self._eviction_slots:
-                done = await self._preempt_steps(steps)
-        finally:
-            if not done and evict is not None:
-                # Left running (or unknown, the connection lost): chosen again if still
-                # needed; a second eviction of a pod already going is a harmless 404/409.
-                self.cache.eviction_failed(evict.pod, evict.uid)
-
-    async def _preempt_steps(self, steps: list[Decision]) -> bool:
-        """Condition, eviction, event, in order; False if the victim was left running."""
-        if not self.may_write():
-            return False
-        for step in steps:
-            try:
-                if isinstance(step, SetCondition):
-                    if not await self._patch_condition(step):
-                        return False  # no eviction without the condition saying why
-                elif isinstance(step, Evict):
-                    await self.kube.delete(
-                        pod_path(step.pod),
-                        {
-                            "apiVersion": "v1",
-                            "kind": "DeleteOptions",
-                            "preconditions": {"uid": step.uid},
-                        },
-                    )
-                    log.info("preempted", pod=step.pod, preemptor=step.preemptor.key)
-                elif isinstance(step, Event):
-                    await self._event(step)
-            except KubeError as exc:
-                if exc.not_found or exc.conflict:
-                    return True  # already gone or replaced: nothing left to preempt
-                self.metrics.api_errors.labels("preempt", str(exc.status)).inc()
-                log.warning("preemption step failed", step=type(step).__name__, error=str(exc))
-                return isinstance(step, Event)
-        return True
-
-    # -------------------------------------------------------------------------------- events
-    async def _waiting_event(self, event: Event, report: CycleReport) -> None:
-        """Why a gang waits, told only if it still waits after `waiting_condition_delay`
-        (gangs whose members arrive together are complete by then): the same delay and
-        the same test as the pods' NotReadyForScheduling condition."""
-        await asyncio.sleep(self.waiting_condition_delay)
-        cluster = self.scheduler.cluster
-        pods = [event.regarding] if event.regarding_kind == "Pod" else report.pods
-        if not self.scheduler.queue.is_waiting(report.gang):
-            return
-        still = [cluster.pods.get(key) for key in pods]
-        if any(pod is not None and cluster.is_pending(pod) for pod in still):
-            await self._event(event)
-
-    async def _event(self, event: Event, regarding: ObjectRef | None = None) -> None:
-        if not self.may_write():
-            return
-        regarding = regarding or self._ref(event.regarding_kind, event.regarding)
-        related = self._ref(event.related_kind, event.related) if event.related else None
-        failed = await self.events.post(event, regarding, related)
-        if failed is not None:
-            self.metrics.api_errors.labels("event", failed).inc()
-
-    def _ref(self, kind: str, key: str) -> ObjectRef:
-        if "/" not in key:  # cluster-scoped: Node, PriorityClass
-            return ObjectRef(kind, "", key, _CLUSTER_KINDS.get(kind, "v1"))
-        namespace, name = _split(key)
-        if kind == "Pod":
-            pod = self.scheduler.cluster.pods.get(key)
-            return ObjectRef("Pod", namespace, name, "v1", pod.uid if pod else "")
-        for ref, group in self.scheduler.cluster.groups.items():
-            if ref.key == key:
-                api_version = self.api_versions.get(ref.dialect, "v1")
-                return ObjectRef("PodGroup", namespace, name, api_version, group.uid)
-        if kind == "PodDisruptionBudget":
-            return ObjectRef(kind, namespace, name, "policy/v1")
-        return ObjectRef(kind, namespace, name, POD_GROUP_API_VERSIONS[Dialect.SIGS])

@@ -1,0 +1,226 @@
+"""The actuator's writes about pods other than the bind: conditions, nominations, the
+preemption of victims, and events.
+
+Conditions are strategic-merge patches of `pods/status` (merging by condition type keeps the
+kubelet's conditions), written only when they changed and one at a time per pod (two PATCHes
+in flight on two connections may land in either order, and a stale message landing last stays
+on the pod until the gang's next cycle). A victim first gets its DisruptionTarget condition,
+then a graceful delete with a UID precondition, then the Preempted event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from gangsched.core.decisions import Decision, Event, Evict, Nominate, SetCondition
+from gangsched.core.model import Dialect
+from gangsched.core.scheduler import CycleReport, Scheduler
+from gangsched.edge.cache import ClusterCache
+from gangsched.edge.events import EventRecorder, ObjectRef, event_time
+from gangsched.edge.kube import STRATEGIC_MERGE_PATCH, Kube, KubeError
+from gangsched.edge.metrics import Metrics
+
+log = structlog.get_logger("gangsched.actuator")
+
+_CLUSTER_KINDS = {"Node": "v1", "PriorityClass": "scheduling.k8s.io/v1", "Namespace": "v1"}
+
+#: Until discovery says which version the cluster serves (it replaces these): scheduling.k8s.io
+#: serves PodGroups at v1beta1 from Kubernetes 1.37 on (v1alpha2 is gone).
+POD_GROUP_API_VERSIONS = {
+    Dialect.SIGS: "scheduling.sigs.k8s.io/v1alpha1",
+    Dialect.X_K8S: "scheduling.x-k8s.io/v1alpha1",
+    Dialect.UPSTREAM: "scheduling.k8s.io/v1beta1",
+}
+
+
+def split_key(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
+def pod_path(key: str, sub: str = "") -> str:
+    namespace, name = split_key(key)
+    return f"/api/v1/namespaces/{namespace}/pods/{name}" + (f"/{sub}" if sub else "")
+
+
+@dataclass
+class PodWriter:
+    kube: Kube
+    scheduler: Scheduler
+    cache: ClusterCache
+    events: EventRecorder
+    metrics: Metrics
+    #: Writes happen only while this says so (leader election).
+    may_write: Callable[[], bool]
+    #: PodGroup apiVersion per dialect, for event references (shared with the actuator, which
+    #: discovery updates in place).
+    api_versions: dict[Dialect, str]
+    #: Victims in flight at once (the actuator's bindConcurrency).
+    concurrency: int = 16
+    #: Last PodScheduled condition written per pod: unchanged conditions are not rewritten.
+    written: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: The newest condition decided per pod; an older one still waiting is not written.
+    latest_condition: dict[str, SetCondition] = field(default_factory=dict)
+    #: One condition write per pod at a time, and the number of writers using each lock.
+    _condition_locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
+    _eviction_slots: asyncio.Semaphore | None = None
+
+    # ---------------------------------------------------------------------------- conditions
+    async def pod_condition(self, cond: SetCondition, delay: float = 0.0) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+            pod = self.scheduler.cluster.pods.get(cond.pod)
+            if pod is None or not self.scheduler.cluster.is_pending(pod):
+                return
+        if self.latest_condition.get(cond.pod) is not cond:
+            return  # superseded by a newer decision (or the pod was bound)
+        lock, users = self._condition_locks.setdefault(cond.pod, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:  # an older write of this pod's condition lands first
+                if self.latest_condition.get(cond.pod) is not cond:
+                    return  # superseded while the older write was in flight
+                self.latest_condition.pop(cond.pod, None)
+                signature = (cond.status, cond.reason, cond.message)
+                if self.written.get(cond.pod) == signature or not self.may_write():
+                    return
+                if await self.patch_condition(cond):
+                    self.written[cond.pod] = signature
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                self._condition_locks.pop(cond.pod, None)
+
+    async def patch_condition(self, cond: SetCondition) -> bool:
+        body = {
+            "metadata": {"uid": cond.uid},
+            "status": {
+                "conditions": [
+                    {
+                        "type": cond.type,
+                        "status": cond.status,
+                        "reason": cond.reason,
+                        "message": cond.message,
+                        "lastTransitionTime": event_time()[:19] + "Z",
+                    }
+                ]
+            },
+        }
+        try:
+            await self.kube.patch(
+                pod_path(cond.pod, "status"), body, content_type=STRATEGIC_MERGE_PATCH
+            )
+        except KubeError as exc:
+            if not exc.not_found:
+                self.metrics.api_errors.labels("pod_status", str(exc.status)).inc()
+                log.warning("condition not written", pod=cond.pod, type=cond.type, error=str(exc))
+            return False
+        return True
+
+    async def nominate(self, nominate: Nominate) -> None:
+        if not self.may_write():
+            return
+        pod = self.scheduler.cluster.pods.get(nominate.pod)
+        if nominate.node is None and (pod is None or pod.node_name is not None):
+            # Bound (or binding): the API server refuses any nominatedNodeName on a bound pod
+            # and the reservation is already gone from the cache.
+            self.cache.nominations.pop(nominate.pod, None)
+            return
+        body = {"metadata": {"uid": nominate.uid}, "status": {"nominatedNodeName": nominate.node}}
+        try:
+            await self.kube.patch(
+                pod_path(nominate.pod, "status"), body, content_type=STRATEGIC_MERGE_PATCH
+            )
+        except KubeError as exc:
+            self.cache.nominations.pop(nominate.pod, None)
+            if not exc.not_found:
+                self.metrics.api_errors.labels("nominate", str(exc.status)).inc()
+                log.warning("nomination not written", pod=nominate.pod, error=str(exc))
+
+    # ---------------------------------------------------------------------------- preemption
+    async def preempt(self, steps: list[Decision]) -> None:
+        evict = next((step for step in steps if isinstance(step, Evict)), None)
+        if self._eviction_slots is None:
+            # As many victims in flight as binds: a gang preempting 1,000 pods would otherwise
+            # queue 3,000 requests at once behind the connection pool (memory, not speed).
+            self._eviction_slots = asyncio.Semaphore(self.concurrency)
+        done = False
+        try:
+            async with self._eviction_slots:
+                done = await self._steps(steps)
+        finally:
+            if not done and evict is not None:
+                # Left running (or unknown, the connection lost): chosen again if still
+                # needed; a second eviction of a pod already going is a harmless 404/409.
+                self.cache.eviction_failed(evict.pod, evict.uid)
+
+    async def _steps(self, steps: list[Decision]) -> bool:
+        """Condition, eviction, event, in order; False if the victim was left running."""
+        if not self.may_write():
+            return False
+        for step in steps:
+            try:
+                if isinstance(step, SetCondition):
+                    if not await self.patch_condition(step):
+                        return False  # no eviction without the condition saying why
+                elif isinstance(step, Evict):
+                    await self.kube.delete(
+                        pod_path(step.pod),
+                        {
+                            "apiVersion": "v1",
+                            "kind": "DeleteOptions",
+                            "preconditions": {"uid": step.uid},
+                        },
+                    )
+                    log.info("preempted", pod=step.pod, preemptor=step.preemptor.key)
+                elif isinstance(step, Event):
+                    await self.event(step)
+            except KubeError as exc:
+                if exc.not_found or exc.conflict:
+                    return True  # already gone or replaced: nothing left to preempt
+                self.metrics.api_errors.labels("preempt", str(exc.status)).inc()
+                log.warning("preemption step failed", step=type(step).__name__, error=str(exc))
+                return isinstance(step, Event)
+        return True
+
+    # -------------------------------------------------------------------------------- events
+    async def waiting_event(self, event: Event, report: CycleReport, delay: float) -> None:
+        """Why a gang waits, told only if it still waits after `delay` (the actuator's
+        waiting_condition_delay: gangs whose members arrive together are complete by then):
+        the same delay and the same test as the pods' NotReadyForScheduling condition."""
+        await asyncio.sleep(delay)
+        cluster = self.scheduler.cluster
+        pods = [event.regarding] if event.regarding_kind == "Pod" else report.pods
+        if not self.scheduler.queue.is_waiting(report.gang):
+            return
+        still = [cluster.pods.get(key) for key in pods]
+        if any(pod is not None and cluster.is_pending(pod) for pod in still):
+            await self.event(event)
+
+    async def event(self, event: Event, regarding: ObjectRef | None = None) -> None:
+        if not self.may_write():
+            return
+        regarding = regarding or self.ref(event.regarding_kind, event.regarding)
+        related = self.ref(event.related_kind, event.related) if event.related else None
+        failed = await self.events.post(event, regarding, related)
+        if failed is not None:
+            self.metrics.api_errors.labels("event", failed).inc()
+
+    def ref(self, kind: str, key: str) -> ObjectRef:
+        if "/" not in key:  # cluster-scoped: Node, PriorityClass
+            return ObjectRef(kind, "", key, _CLUSTER_KINDS.get(kind, "v1"))
+        namespace, name = split_key(key)
+        if kind == "Pod":
+            pod = self.scheduler.cluster.pods.get(key)
+            return ObjectRef("Pod", namespace, name, "v1", pod.uid if pod else "")
+        for ref, group in self.scheduler.cluster.groups.items():
+            if ref.key == key:
+                api_version = self.api_versions.get(ref.dialect, "v1")
+                return ObjectRef("PodGroup", namespace, name, api_version, group.uid)
+        if kind == "PodDisruptionBudget":
+            return ObjectRef(kind, namespace, name, "policy/v1")
+        return ObjectRef(kind, namespace, name, POD_GROUP_API_VERSIONS[Dialect.SIGS])
