@@ -10,6 +10,9 @@ Placements the scheduler decided are "assumed" until the watch shows the pod bou
 older event that still shows the pod pending cannot free its capacity for another gang.
 Likewise victims whose eviction is in flight count as terminating at once: a gang retried
 before the watch shows them going waits for them instead of preempting them a second time.
+
+This module keeps pods, nodes and PodGroups; PriorityClasses, PDBs and namespaces are kept by
+edge/policy_cache.py, storage objects by edge/volume_cache.py, DRA objects by edge/dra_cache.py.
 """
 
 from __future__ import annotations
@@ -24,27 +27,18 @@ import structlog
 from gangsched.core.api import (
     InvalidObject,
     PriorityResolver,
-    compute_disruptions_allowed,
-    has_reported_disruptions,
-    namespace_from_raw,
     node_from_raw,
-    pdb_from_raw,
     pod_from_raw,
     pod_group_from_raw,
-    priority_class_from_raw,
 )
 from gangsched.core.cluster import ClusterState
-from gangsched.core.model import Dialect, DisruptionBudget, GroupRef, Pod
+from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.scheduler import Scheduler
+from gangsched.edge.handlers import Handler, object_key
 from gangsched.edge.kube import JSON
+from gangsched.edge.policy_cache import PolicyCache
 
 log = structlog.get_logger("gangsched.cache")
-
-
-def _key(obj: JSON) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -61,8 +55,6 @@ class ClusterCache:
     nominations: dict[str, str | None] = field(default_factory=dict)
     #: Pod key -> uid of victims being evicted, not yet seen terminating.
     evicting: dict[str, str] = field(default_factory=dict)
-    #: Raw PDBs, kept to recompute disruptionsAllowed when the API server reports none.
-    raw_budgets: dict[str, JSON] = field(default_factory=dict)
     #: Objects we could not read, with the problem (reported on the object by the edge).
     problems: dict[str, str] = field(default_factory=dict)
     #: Called with (kind, key, message) for an object that cannot be read.
@@ -73,26 +65,24 @@ class ClusterCache:
     on_change: Callable[[], None] | None = None
     #: Called with (ref, status) for PodGroups whose server-side status we track ourselves.
     on_group_status: Callable[[GroupRef, JSON], None] | None = None
-    _priorities: PriorityResolver | None = None
     _fingerprints: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    #: PriorityClasses, PDBs and Namespaces.
+    policy: PolicyCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.policy = PolicyCache(self)
 
     @property
     def cluster(self) -> ClusterState:
         return self.scheduler.cluster
 
     # ------------------------------------------------------------------------------- helpers
-    def _resolver(self) -> PriorityResolver:
-        # Rebuilt only when the PriorityClasses change, not per event.
-        if self._priorities is None:
-            self._priorities = PriorityResolver(self.cluster.priority_classes.values())
-        return self._priorities
-
-    def _changed(self) -> None:
+    def changed(self) -> None:
         self.scheduler.queue.cluster_changed(self.clock())
         if self.on_change is not None:
             self.on_change()
 
-    def _report(self, kind: str, key: str, exc: InvalidObject, obj: JSON | None = None) -> None:
+    def report(self, kind: str, key: str, exc: InvalidObject, obj: JSON | None = None) -> None:
         message = "; ".join(str(p) for p in exc.problems)
         if self.problems.get(f"{kind}/{key}") != message:
             self.problems[f"{kind}/{key}"] = message
@@ -110,23 +100,23 @@ class ClusterCache:
                 self.on_problem(kind, key, message)
 
     # ---------------------------------------------------------------------------------- pods
-    def pods(self) -> _Handler:
-        return _Handler(self._replace_pods, self._upsert_pod, self._delete_pod)
+    def pods(self) -> Handler:
+        return Handler(self._replace_pods, self._upsert_pod, self._delete_pod)
 
     def _replace_pods(self, objects: list[JSON]) -> None:
         seen = set()
         for obj in objects:
-            seen.add(_key(obj))
+            seen.add(object_key(obj))
             self._upsert_pod(obj, notify=False)
         for key in [k for k in self.cluster.pods if k not in seen]:
             self._forget_pod(key)
-        self._refresh_budgets()
+        self.policy.refresh_budgets()
         self.scheduler.enqueue_pending(self.clock())
         self.scheduler.queue.wake_waiting()  # a relist may have brought their members
-        self._changed()
+        self.changed()
 
     def _upsert_pod(self, obj: JSON, *, notify: bool = True) -> None:
-        key = _key(obj)
+        key = object_key(obj)
         old_fingerprint = self._fingerprints.get(key)
         fingerprint = _pod_fingerprint(obj)
         if old_fingerprint == fingerprint and key in self.cluster.pods:
@@ -135,14 +125,14 @@ class ClusterCache:
         try:
             pod = pod_from_raw(obj, priorities=self._resolver())
         except InvalidObject as exc:
-            self._report("Pod", key, exc, obj)
+            self.report("Pod", key, exc, obj)
             stale = self.cluster.pods.get(key)
             if stale is not None and self.cluster.is_pending(stale):
                 # Never schedule from a copy the pod no longer matches; a bound pod's old
                 # copy stays (its node capacity is still in use).
                 self._forget_pod(key)
             return
-        self._forgive("Pod", key)
+        self.forgive("Pod", key)
         old: Pod | None = self.cluster.pods.get(key)
         if key in self.nominations:
             wanted = self.nominations[key]
@@ -170,7 +160,7 @@ class ClusterCache:
             return
         freed = old is not None and old.holds_resources and not pod.holds_resources
         if freed or (old is not None and old.terminating != pod.terminating):
-            self._changed()
+            self.changed()
         if self.cluster.is_pending(pod):
             self.scheduler.enqueue_pod(pod, self.clock())
             # A member that is new, or whose last scheduling gate just went, may complete a
@@ -194,19 +184,19 @@ class ClusterCache:
             # A gated member arrived or changed: a gang waiting for members says so again
             # (how many are gated, by which gates), though it still cannot go.
             self.scheduler.queue.activate_waiting(self.scheduler.unit_key(pod.group))
-        if pod.labels and self.raw_budgets and (old is None or freed):
-            self._refresh_budgets()
+        if pod.labels and self.policy.raw_budgets and (old is None or freed):
+            self.policy.refresh_budgets()
 
-    def _forgive(self, kind: str, key: str) -> None:
+    def forgive(self, kind: str, key: str) -> None:
         """The object is readable again (or gone): forget its problem."""
         self.problems.pop(f"{kind}/{key}", None)
         self.problem_refs.pop(f"{kind}/{key}", None)
 
     def _delete_pod(self, obj: JSON) -> None:
-        self._forgive("Pod", _key(obj))
-        self._forget_pod(_key(obj))
-        self._refresh_budgets()
-        self._changed()
+        self.forgive("Pod", object_key(obj))
+        self._forget_pod(object_key(obj))
+        self.policy.refresh_budgets()
+        self.changed()
 
     def nominate(self, key: str, uid: str, node: str | None) -> None:
         """A nomination decided now (the API server learns it a moment later): reserve the
@@ -232,7 +222,7 @@ class ClusterCache:
         pod = self.cluster.pods.get(key)
         if pod is not None and pod.uid == uid:
             self.cluster.set_terminating(pod, False)
-            self._changed()
+            self.changed()
 
     def _forget_pod(self, key: str) -> None:
         self.evicting.pop(key, None)
@@ -244,8 +234,8 @@ class ClusterCache:
             self.scheduler.queue.remove(self.cluster.group_of(pod))
 
     # --------------------------------------------------------------------------------- nodes
-    def nodes(self) -> _Handler:
-        return _Handler(self._replace_nodes, self._upsert_node, self._delete_node)
+    def nodes(self) -> Handler:
+        return Handler(self._replace_nodes, self._upsert_node, self._delete_node)
 
     def _replace_nodes(self, objects: list[JSON]) -> None:
         nodes = []
@@ -253,7 +243,7 @@ class ClusterCache:
             try:
                 nodes.append(node_from_raw(obj))
             except InvalidObject as exc:
-                self._report("Node", _key(obj), exc, obj)
+                self.report("Node", object_key(obj), exc, obj)
         self.cluster.nodes = {node.name: node for node in nodes}
         self.cluster.snapshot.set_nodes(nodes)
         # Pods whose node arrived only now hold resources there.
@@ -265,13 +255,13 @@ class ClusterCache:
                 and pod.key not in self.cluster.snapshot.node_pods[index]
             ):
                 self.cluster.snapshot.place(pod, index)
-        self._changed()
+        self.changed()
 
     def _upsert_node(self, obj: JSON) -> None:
         try:
             node = node_from_raw(obj)
         except InvalidObject as exc:
-            self._report("Node", _key(obj), exc, obj)
+            self.report("Node", object_key(obj), exc, obj)
             return
         old = self.cluster.nodes.get(node.name)
         if old is not None and (old.labels, old.allocatable, old.taints, old.unschedulable) == (
@@ -289,15 +279,15 @@ class ClusterCache:
                     index = self.cluster.snapshot.index[node.name]
                     if pod.key not in self.cluster.snapshot.node_pods[index]:
                         self.cluster.snapshot.place(pod, index)
-        self._changed()
+        self.changed()
 
     def _delete_node(self, obj: JSON) -> None:
-        self.cluster.delete_node(_key(obj))
-        self._changed()
+        self.cluster.delete_node(object_key(obj))
+        self.changed()
 
     # ---------------------------------------------------------------------------- PodGroups
-    def pod_groups(self, dialect: Dialect | None = None) -> _Handler:
-        return _Handler(
+    def pod_groups(self, dialect: Dialect | None = None) -> Handler:
+        return Handler(
             lambda objects: self._replace_groups(objects, dialect),
             self._upsert_group,
             self._delete_group,
@@ -321,20 +311,20 @@ class ClusterCache:
             self.cluster.delete_group(ref)
         self.scheduler.enqueue_pending(self.clock())
         self.scheduler.queue.wake_waiting()  # their PodGroups may have come or gone
-        self._changed()
+        self.changed()
 
     def _upsert_group(self, obj: JSON, *, notify: bool = True) -> GroupRef | None:
         try:
             group = pod_group_from_raw(obj, priorities=self._resolver())
         except InvalidObject as exc:
-            self._report("PodGroup", _key(obj), exc, obj)
+            self.report("PodGroup", object_key(obj), exc, obj)
             stale = _group_ref(obj)
             if stale is not None and stale in self.cluster.groups:
                 # Its members wait (PodGroup not found) instead of following the old spec.
                 self.cluster.delete_group(stale)
                 self.scheduler.queue.activate(self.scheduler.unit_key(stale))
             return None
-        self._forgive("PodGroup", _key(obj))
+        self.forgive("PodGroup", object_key(obj))
         # The model holds only what scheduling reads (spec, uid, creation): a status-only
         # update, e.g. the one we write after each cycle, changes nothing. Requeueing on it
         # made a preempting gang retry at once, before its victims were seen terminating,
@@ -350,111 +340,25 @@ class ClusterCache:
         return group.ref
 
     def _delete_group(self, obj: JSON) -> None:
-        self._forgive("PodGroup", _key(obj))
+        self.forgive("PodGroup", object_key(obj))
         ref = _group_ref(obj)
         if ref is None:
             return
         self.cluster.delete_group(ref)
         self.scheduler.queue.activate(self.scheduler.unit_key(ref))
 
-    # ------------------------------------------------------------------ classes and budgets
-    def priority_classes(self) -> _Handler:
-        return _Handler(self._replace_classes, self._upsert_class, self._delete_class)
+    # ------------------------------------------- PriorityClasses, PDBs, Namespaces (policy_cache)
+    def priority_classes(self) -> Handler:
+        return self.policy.priority_classes()
 
-    def _replace_classes(self, objects: list[JSON]) -> None:
-        classes = {}
-        for obj in objects:
-            try:
-                pc = priority_class_from_raw(obj)
-            except InvalidObject as exc:
-                self._report("PriorityClass", _key(obj), exc, obj)
-                continue
-            classes[pc.name] = pc
-        self.cluster.priority_classes = classes
-        self._priorities = None
-        self._changed()
+    def budgets(self) -> Handler:
+        return self.policy.budgets()
 
-    def _upsert_class(self, obj: JSON) -> None:
-        try:
-            pc = priority_class_from_raw(obj)
-        except InvalidObject as exc:
-            self._report("PriorityClass", _key(obj), exc, obj)
-            return
-        self.cluster.priority_classes[pc.name] = pc
-        self._priorities = None
-        self._changed()
+    def namespaces(self) -> Handler:
+        return self.policy.namespaces()
 
-    def _delete_class(self, obj: JSON) -> None:
-        self.cluster.priority_classes.pop(_key(obj), None)
-        self._priorities = None
-        self._changed()
-
-    def budgets(self) -> _Handler:
-        return _Handler(self._replace_budgets, self._upsert_budget, self._delete_budget)
-
-    def _replace_budgets(self, objects: list[JSON]) -> None:
-        self.raw_budgets = {_key(obj): obj for obj in objects}
-        self._refresh_budgets()
-        self._changed()
-
-    def _upsert_budget(self, obj: JSON) -> None:
-        self.raw_budgets[_key(obj)] = obj
-        self._refresh_budgets()
-        self._changed()
-
-    def _delete_budget(self, obj: JSON) -> None:
-        self.raw_budgets.pop(_key(obj), None)
-        self.cluster.budgets.pop(_key(obj), None)
-        self._changed()
-
-    def _refresh_budgets(self) -> None:
-        """disruptionsAllowed from the status, or computed here when no controller reports it."""
-        budgets: dict[str, DisruptionBudget] = {}
-        for key, raw in self.raw_budgets.items():
-            try:
-                budget = pdb_from_raw(raw)
-                if not has_reported_disruptions(raw):
-                    matching = [
-                        p
-                        for p in self.cluster.pods.values()
-                        if p.namespace == budget.namespace
-                        and p.node_name is not None
-                        and not p.terminating
-                        and not p.is_finished
-                        and budget.selector.matches(p.labels)
-                    ]
-                    budget.disruptions_allowed = compute_disruptions_allowed(
-                        raw, matching_pods=matching
-                    )
-            except InvalidObject as exc:
-                self._report("PodDisruptionBudget", key, exc, raw)
-                continue
-            budgets[key] = budget
-        self.cluster.budgets = budgets
-
-    # ---------------------------------------------------------------------------- namespaces
-    def namespaces(self) -> _Handler:
-        return _Handler(self._replace_namespaces, self._upsert_namespace, self._delete_namespace)
-
-    def _replace_namespaces(self, objects: list[JSON]) -> None:
-        labels = {}
-        for obj in objects:
-            try:
-                name, ns_labels = namespace_from_raw(obj)
-            except InvalidObject:
-                continue
-            labels[name] = ns_labels
-        self.cluster.snapshot.namespace_labels = labels
-
-    def _upsert_namespace(self, obj: JSON) -> None:
-        try:
-            name, ns_labels = namespace_from_raw(obj)
-        except InvalidObject:
-            return
-        self.cluster.snapshot.namespace_labels[name] = ns_labels
-
-    def _delete_namespace(self, obj: JSON) -> None:
-        self.cluster.snapshot.namespace_labels.pop(_key(obj), None)
+    def _resolver(self) -> PriorityResolver:
+        return self.policy.resolver()
 
 
 def _group_ref(obj: JSON) -> GroupRef | None:
@@ -514,30 +418,3 @@ def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
             for c in status.get("conditions") or []
         ),
     )
-
-
-@dataclass
-class _Handler:
-    _replace: Callable[[list[JSON]], None]
-    _upsert: Callable[..., Any]
-    _delete: Callable[[JSON], None]
-
-    def replace(self, objects: list[JSON]) -> None:
-        self._replace([obj for obj in objects if _readable(obj)])
-
-    def upsert(self, obj: JSON) -> None:
-        if _readable(obj):
-            self._upsert(obj)
-
-    def delete(self, obj: JSON) -> None:
-        if _readable(obj):
-            self._delete(obj)
-
-
-def _readable(obj: object) -> bool:
-    """The API server only sends objects with metadata; anything else is skipped, loudly,
-    rather than breaking the informer (a failing list would never sync)."""
-    if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
-        return True
-    log.error("skipping an object without metadata", object=repr(obj)[:200])
-    return False

@@ -23,7 +23,8 @@ from gangsched.core.dra.parse import (
     resource_slice_from_raw,
 )
 from gangsched.core.dra.state import DraState
-from gangsched.edge.cache import ClusterCache, _Handler, _key
+from gangsched.edge.cache import ClusterCache
+from gangsched.edge.handlers import Handler, object_key
 from gangsched.edge.kube import JSON
 
 _T = TypeVar("_T")
@@ -46,9 +47,9 @@ class DraCache:
         try:
             value = convert(obj)
         except InvalidObject as exc:
-            self.cache._report(kind, _key(obj), exc, obj)
+            self.cache.report(kind, object_key(obj), exc, obj)
             return None
-        self.cache._forgive(kind, _key(obj))
+        self.cache.forgive(kind, object_key(obj))
         return value
 
     def _handler(
@@ -58,33 +59,33 @@ class DraCache:
         upsert: Callable[[DraState, _T], None],
         delete: Callable[[DraState, str], None],
         keys: Callable[[DraState], list[str]],
-    ) -> _Handler:
+    ) -> Handler:
         def replace(objects: list[JSON]) -> None:
             seen = set()
             for obj in objects:
-                seen.add(_key(obj))
+                seen.add(object_key(obj))
                 upsert_one(obj, notify=False)
             for key in [k for k in keys(self.state) if k not in seen]:
                 delete(self.state, key)
-            self.cache._changed()
+            self.cache.changed()
 
         def upsert_one(obj: JSON, *, notify: bool = True) -> None:
             value = self._read(kind, obj, convert)
             if value is None:
-                delete(self.state, _key(obj))
+                delete(self.state, object_key(obj))
             else:
                 upsert(self.state, value)
             if notify:
-                self.cache._changed()
+                self.cache.changed()
 
         def delete_one(obj: JSON) -> None:
-            self.cache._forgive(kind, _key(obj))
-            delete(self.state, _key(obj))
-            self.cache._changed()
+            self.cache.forgive(kind, object_key(obj))
+            delete(self.state, object_key(obj))
+            self.cache.changed()
 
-        return _Handler(replace, upsert_one, delete_one)
+        return Handler(replace, upsert_one, delete_one)
 
-    def classes(self) -> _Handler:
+    def classes(self) -> Handler:
         return self._handler(
             "DeviceClass",
             device_class_from_raw,
@@ -93,7 +94,7 @@ class DraCache:
             lambda s: list(s.classes),
         )
 
-    def slices(self) -> _Handler:
+    def slices(self) -> Handler:
         return self._handler(
             "ResourceSlice",
             resource_slice_from_raw,
@@ -102,7 +103,7 @@ class DraCache:
             lambda s: list(s.slices),
         )
 
-    def claims(self) -> _Handler:
+    def claims(self) -> Handler:
         return self._handler(
             "ResourceClaim",
             resource_claim_from_raw,
@@ -111,7 +112,7 @@ class DraCache:
             lambda s: list(s.claims),
         )
 
-    def templates(self) -> _Handler:
+    def templates(self) -> Handler:
         return self._handler(
             "ResourceClaimTemplate",
             resource_claim_template_from_raw,
@@ -122,7 +123,7 @@ class DraCache:
 
 
 #: (informer name, list path, handler factory) for the operator.
-DRA_INFORMERS: tuple[tuple[str, str, Callable[[DraCache], _Handler]], ...] = (
+DRA_INFORMERS: tuple[tuple[str, str, Callable[[DraCache], Handler]], ...] = (
     ("deviceclasses.resource.k8s.io", f"{RESOURCE_API}/deviceclasses", DraCache.classes),
     ("resourceslices.resource.k8s.io", f"{RESOURCE_API}/resourceslices", DraCache.slices),
     ("resourceclaims.resource.k8s.io", f"{RESOURCE_API}/resourceclaims", DraCache.claims),

@@ -24,7 +24,8 @@ from gangsched.core.api.storage import (
     storage_class_from_raw,
 )
 from gangsched.core.volumes.book import VolumeBook
-from gangsched.edge.cache import ClusterCache, _Handler, _key
+from gangsched.edge.cache import ClusterCache
+from gangsched.edge.handlers import Handler, object_key
 from gangsched.edge.kube import JSON
 
 _T = TypeVar("_T")
@@ -39,25 +40,25 @@ class VolumeCache:
         return self.cache.cluster.snapshot.volumes
 
     def _changed(self) -> None:
-        self.cache._changed()
+        self.cache.changed()
 
     def _read(self, kind: str, obj: JSON, convert: Callable[[Any], _T]) -> _T | None:
         try:
             value = convert(obj)
         except InvalidObject as exc:
-            self.cache._report(kind, _key(obj), exc, obj)
+            self.cache.report(kind, object_key(obj), exc, obj)
             return None
-        self.cache._forgive(kind, _key(obj))
+        self.cache.forgive(kind, object_key(obj))
         return value
 
     # ------------------------------------------------------------------------------ claims
-    def claims(self) -> _Handler:
-        return _Handler(self._replace_claims, self._upsert_claim, self._delete_claim)
+    def claims(self) -> Handler:
+        return Handler(self._replace_claims, self._upsert_claim, self._delete_claim)
 
     def _replace_claims(self, objects: list[JSON]) -> None:
         seen = set()
         for obj in objects:
-            seen.add(_key(obj))
+            seen.add(object_key(obj))
             self._upsert_claim(obj, notify=False)
         for key in [k for k in self.book.claims if k not in seen]:
             self.book.delete_claim(key)
@@ -66,7 +67,7 @@ class VolumeCache:
     def _upsert_claim(self, obj: JSON, *, notify: bool = True) -> None:
         claim = self._read("PersistentVolumeClaim", obj, persistent_volume_claim_from_raw)
         if claim is None:
-            self.book.delete_claim(_key(obj))
+            self.book.delete_claim(object_key(obj))
             return
         if self.book.claims.get(claim.key) == claim:
             return
@@ -75,13 +76,13 @@ class VolumeCache:
             self._changed()
 
     def _delete_claim(self, obj: JSON) -> None:
-        self.cache._forgive("PersistentVolumeClaim", _key(obj))
-        self.book.delete_claim(_key(obj))
+        self.cache.forgive("PersistentVolumeClaim", object_key(obj))
+        self.book.delete_claim(object_key(obj))
         self._changed()
 
     # ----------------------------------------------------------------------------- volumes
-    def volumes(self) -> _Handler:
-        return _Handler(self._replace_volumes, self._upsert_volume, self._delete_volume)
+    def volumes(self) -> Handler:
+        return Handler(self._replace_volumes, self._upsert_volume, self._delete_volume)
 
     def _replace_volumes(self, objects: list[JSON]) -> None:
         volumes = []
@@ -97,7 +98,7 @@ class VolumeCache:
     def _upsert_volume(self, obj: JSON) -> None:
         volume = self._read("PersistentVolume", obj, persistent_volume_from_raw)
         if volume is None:
-            self.book.delete_volume(_key(obj))
+            self.book.delete_volume(object_key(obj))
             return
         if self.book.volumes.get(volume.name) == volume:
             return
@@ -105,58 +106,58 @@ class VolumeCache:
         self._changed()
 
     def _delete_volume(self, obj: JSON) -> None:
-        self.cache._forgive("PersistentVolume", _key(obj))
-        self.book.delete_volume(_key(obj))
+        self.cache.forgive("PersistentVolume", object_key(obj))
+        self.book.delete_volume(object_key(obj))
         self._changed()
 
     # ------------------------------------------- classes, CSI nodes, drivers, capacities
     def _table(
         self, kind: str, table: Callable[[], dict[str, _T]], convert: Callable[[Any], _T]
-    ) -> _Handler:
+    ) -> Handler:
         def replace(objects: list[JSON]) -> None:
             values = table()
             values.clear()
             for obj in objects:
                 value = self._read(kind, obj, convert)
                 if value is not None:
-                    values[_key(obj)] = value
+                    values[object_key(obj)] = value
             self._changed()
 
         def upsert(obj: JSON) -> None:
             value = self._read(kind, obj, convert)
             values = table()
             if value is None:
-                values.pop(_key(obj), None)
-            elif values.get(_key(obj)) == value:
+                values.pop(object_key(obj), None)
+            elif values.get(object_key(obj)) == value:
                 return
             else:
-                values[_key(obj)] = value
+                values[object_key(obj)] = value
             self._changed()
 
         def delete(obj: JSON) -> None:
-            self.cache._forgive(kind, _key(obj))
-            table().pop(_key(obj), None)
+            self.cache.forgive(kind, object_key(obj))
+            table().pop(object_key(obj), None)
             self._changed()
 
-        return _Handler(replace, upsert, delete)
+        return Handler(replace, upsert, delete)
 
-    def storage_classes(self) -> _Handler:
+    def storage_classes(self) -> Handler:
         return self._table("StorageClass", lambda: self.book.classes, storage_class_from_raw)
 
-    def csi_nodes(self) -> _Handler:
+    def csi_nodes(self) -> Handler:
         return self._table("CSINode", lambda: self.book.csi_nodes, csi_node_from_raw)
 
-    def csi_drivers(self) -> _Handler:
+    def csi_drivers(self) -> Handler:
         return self._table("CSIDriver", lambda: self.book.drivers, csi_driver_from_raw)
 
-    def capacities(self) -> _Handler:
+    def capacities(self) -> Handler:
         return self._table(
             "CSIStorageCapacity", lambda: self.book.capacities, csi_storage_capacity_from_raw
         )
 
 
 #: (informer name, list path, handler factory) for the operator.
-STORAGE_INFORMERS: tuple[tuple[str, str, Callable[[VolumeCache], _Handler]], ...] = (
+STORAGE_INFORMERS: tuple[tuple[str, str, Callable[[VolumeCache], Handler]], ...] = (
     ("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", VolumeCache.claims),
     ("persistentvolumes", "/api/v1/persistentvolumes", VolumeCache.volumes),
     ("storageclasses", "/apis/storage.k8s.io/v1/storageclasses", VolumeCache.storage_classes),

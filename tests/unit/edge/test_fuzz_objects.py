@@ -30,7 +30,8 @@ from gangsched.core.api import (
 from gangsched.core.decisions import Bind, Event
 from gangsched.core.model import Dialect
 from gangsched.core.preemption import build_preemptor
-from gangsched.edge.cache import ClusterCache, _key, _pod_fingerprint
+from gangsched.edge.cache import ClusterCache, _pod_fingerprint
+from gangsched.edge.handlers import object_key
 from gangsched.edge.operator import Operator
 
 JSON = dict[str, Any]
@@ -226,7 +227,7 @@ def deliver(cache: ClusterCache, steps: list[tuple[str, JSON]]) -> dict[tuple[st
     def note(obj: JSON, present: bool = True) -> None:
         if not isinstance(obj.get("metadata"), dict):
             return
-        key = (str(obj["kind"]), _key(obj))
+        key = (str(obj["kind"]), object_key(obj))
         unchanged = (
             obj["kind"] == "Pod"
             and key[1] in cache.cluster.pods

@@ -1,0 +1,142 @@
+"""Keeps the cluster state's PriorityClasses, PodDisruptionBudgets and namespace labels in step
+with their informers: the policy objects preemption and priority admission read.
+
+A PriorityClass change rebuilds the resolver pods and PodGroups are read with. A PDB's
+disruptionsAllowed comes from its status, or is computed here from the cached pods when no
+controller reports it (a cluster without kube-controller-manager, simulate): the pod cache
+calls `refresh_budgets` when a pod the budgets may count comes, goes or stops running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gangsched.core.api import (
+    InvalidObject,
+    PriorityResolver,
+    compute_disruptions_allowed,
+    has_reported_disruptions,
+    namespace_from_raw,
+    pdb_from_raw,
+    priority_class_from_raw,
+)
+from gangsched.core.model import DisruptionBudget
+from gangsched.edge.handlers import Handler, object_key
+from gangsched.edge.kube import JSON
+
+if TYPE_CHECKING:
+    from gangsched.edge.cache import ClusterCache
+
+
+@dataclass
+class PolicyCache:
+    cache: ClusterCache
+    #: Raw PDBs, kept to recompute disruptionsAllowed when the API server reports none.
+    raw_budgets: dict[str, JSON] = field(default_factory=dict)
+    _priorities: PriorityResolver | None = None
+
+    def resolver(self) -> PriorityResolver:
+        """Priority admission as the pods and PodGroups are read; rebuilt only when the
+        PriorityClasses change, not per event."""
+        if self._priorities is None:
+            self._priorities = PriorityResolver(self.cache.cluster.priority_classes.values())
+        return self._priorities
+
+    def priority_classes(self) -> Handler:
+        return Handler(self._replace_classes, self._upsert_class, self._delete_class)
+
+    def _replace_classes(self, objects: list[JSON]) -> None:
+        classes = {}
+        for obj in objects:
+            try:
+                pc = priority_class_from_raw(obj)
+            except InvalidObject as exc:
+                self.cache.report("PriorityClass", object_key(obj), exc, obj)
+                continue
+            classes[pc.name] = pc
+        self.cache.cluster.priority_classes = classes
+        self._priorities = None
+        self.cache.changed()
+
+    def _upsert_class(self, obj: JSON) -> None:
+        try:
+            pc = priority_class_from_raw(obj)
+        except InvalidObject as exc:
+            self.cache.report("PriorityClass", object_key(obj), exc, obj)
+            return
+        self.cache.cluster.priority_classes[pc.name] = pc
+        self._priorities = None
+        self.cache.changed()
+
+    def _delete_class(self, obj: JSON) -> None:
+        self.cache.cluster.priority_classes.pop(object_key(obj), None)
+        self._priorities = None
+        self.cache.changed()
+
+    def budgets(self) -> Handler:
+        return Handler(self._replace_budgets, self._upsert_budget, self._delete_budget)
+
+    def _replace_budgets(self, objects: list[JSON]) -> None:
+        self.raw_budgets = {object_key(obj): obj for obj in objects}
+        self.refresh_budgets()
+        self.cache.changed()
+
+    def _upsert_budget(self, obj: JSON) -> None:
+        self.raw_budgets[object_key(obj)] = obj
+        self.refresh_budgets()
+        self.cache.changed()
+
+    def _delete_budget(self, obj: JSON) -> None:
+        self.raw_budgets.pop(object_key(obj), None)
+        self.cache.cluster.budgets.pop(object_key(obj), None)
+        self.cache.changed()
+
+    def refresh_budgets(self) -> None:
+        """disruptionsAllowed from the status, or computed here when no controller reports it."""
+        budgets: dict[str, DisruptionBudget] = {}
+        for key, raw in self.raw_budgets.items():
+            try:
+                budget = pdb_from_raw(raw)
+                if not has_reported_disruptions(raw):
+                    matching = [
+                        p
+                        for p in self.cache.cluster.pods.values()
+                        if p.namespace == budget.namespace
+                        and p.node_name is not None
+                        and not p.terminating
+                        and not p.is_finished
+                        and budget.selector.matches(p.labels)
+                    ]
+                    budget.disruptions_allowed = compute_disruptions_allowed(
+                        raw, matching_pods=matching
+                    )
+            except InvalidObject as exc:
+                self.cache.report("PodDisruptionBudget", key, exc, raw)
+                continue
+            budgets[key] = budget
+        self.cache.cluster.budgets = budgets
+
+    # ---------------------------------------------------------------------------- namespaces
+    def namespaces(self) -> Handler:
+        return Handler(self._replace_namespaces, self._upsert_namespace, self._delete_namespace)
+
+    def _replace_namespaces(self, objects: list[JSON]) -> None:
+        labels = {}
+        for obj in objects:
+            try:
+                name, ns_labels = namespace_from_raw(obj)
+            except InvalidObject:
+                continue
+            labels[name] = ns_labels
+        self.cache.cluster.snapshot.namespace_labels = labels
+
+    def _upsert_namespace(self, obj: JSON) -> None:
+        try:
+            name, ns_labels = namespace_from_raw(obj)
+        except InvalidObject:
+            return
+        self.cache.cluster.snapshot.namespace_labels[name] = ns_labels
+
+    def _delete_namespace(self, obj: JSON) -> None:
+        self.cache.cluster.snapshot.namespace_labels.pop(object_key(obj), None)
