@@ -27,29 +27,22 @@ from gangsched.core.dra.allocator import (
     AllocationError,
     ClaimToAllocate,
     Outcome,
-    Pick,
     allocate,
 )
 from gangsched.core.dra.cel import SelectorCache
+from gangsched.core.dra.claims import ClaimProblem, check_classes, pod_claims, reserves
 from gangsched.core.dra.feasibility import FeasibilityCache
 from gangsched.core.dra.inventory import DeviceKinds, Inventory, NodeDevices
 from gangsched.core.dra.model import (
-    RESERVED_FOR_MAX_SIZE,
     Allocation,
     Consumer,
     DeviceClass,
-    DeviceResult,
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from gangsched.core.labels import NodeSelectorTerm, Requirement
+from gangsched.core.dra.results import allocation_of_picks
 from gangsched.core.model import Node, Pod
-
-
-class ClaimProblem(Exception):
-    """The pod's claims cannot be used as they are (missing, not generated yet, being
-    deleted, not the pod's, fully reserved): no node can help."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,52 +228,13 @@ class DraState:
 
     def pod_claims(self, pod: Pod) -> list[ResourceClaim]:
         """The ResourceClaims the pod uses; ClaimProblem when one is unusable."""
-        out = []
-        for pod_claim in pod.claims:
-            name = pod_claim.resolved_name
-            if name is None:
-                raise ClaimProblem(
-                    f'pod {pod.key}: ResourceClaim for pod claim "{pod_claim.name}" '
-                    f'(template "{pod_claim.template_name}") not created yet'
-                )
-            if not name:
-                continue  # the resourceclaim controller decided none is needed
-            claim = self.claims.get(f"{pod.namespace}/{name}")
-            if claim is None:
-                raise ClaimProblem(f'resourceclaim "{name}" not found')
-            if claim.deleting:
-                raise ClaimProblem(f'resourceclaim "{name}" is being deleted')
-            if (
-                pod_claim.template_name
-                and claim.owner_pod_uid
-                and pod.uid
-                and claim.owner_pod_uid != pod.uid
-            ):
-                raise ClaimProblem(
-                    f"ResourceClaim {claim.key} was not created for pod {pod.key} "
-                    "(pod is not owner)"
-                )
-            consumers = self._consumers(claim)
-            if len(consumers) >= RESERVED_FOR_MAX_SIZE and not _reserves(consumers, pod):
-                raise ClaimProblem(
-                    f'resourceclaim "{name}" is reserved for {RESERVED_FOR_MAX_SIZE} '
-                    "consumers already"
-                )
-            out.append(claim)
-        return out
+        return pod_claims(pod, claims=self.claims, consumers=self._consumers)
 
     def _consumers(self, claim: ResourceClaim) -> list[Consumer]:
         return [*claim.reserved_for, *self.pending_reserve.get(claim.key, ())]
 
     def check_classes(self, claims: Iterable[ResourceClaim]) -> None:
-        for claim in claims:
-            for request in claim.spec.requests:
-                for alt in request.alternatives:
-                    if alt.class_name not in self.classes:
-                        raise ClaimProblem(
-                            f"claim {claim.key} request {request.name}: "
-                            f"device class {alt.class_name} does not exist"
-                        )
+        check_classes(claims, self.classes)
 
     # ---------------------------------------------------------------------------- filter
     def feasible_nodes(
@@ -371,7 +325,7 @@ class DraState:
         for claim in claims:
             # A preemption dry run putting a victim back: its claims hold their devices again.
             allocation = self.released.get(claim.key)
-            if allocation is not None and _reserves(self._consumers(claim), pod):
+            if allocation is not None and reserves(self._consumers(claim), pod):
                 del self.released[claim.key]
                 self._hold(claim.key, allocation, add=True)
                 undo.restored.append((claim.key, allocation))
@@ -389,13 +343,15 @@ class DraState:
                 return False
             devices = self.devices_of(node)
             for claim, picks in zip(todo, outcome.picks, strict=True):
-                allocation = self._allocation(picks, devices, node)
+                allocation = allocation_of_picks(
+                    picks, entries=self.inventory.entries, devices=devices, node=node
+                )
                 self.pending_allocation[claim.key] = allocation
                 self._hold(claim.key, allocation, add=True)
                 undo.allocated.append(claim.key)
         consumer = Consumer(resource="pods", name=pod.name, uid=pod.uid)
         for claim in claims:
-            if not _reserves(self._consumers(claim), pod):
+            if not reserves(self._consumers(claim), pod):
                 self.pending_reserve.setdefault(claim.key, []).append(consumer)
                 undo.reserved.append(claim.key)
         self._undo.append(undo)
@@ -480,50 +436,9 @@ class DraState:
         out, self.outbox = self.outbox, []
         return out
 
-    def _allocation(self, picks: list[Pick], devices: NodeDevices, node: Node) -> Allocation:
-        entries = self.inventory.entries
-        results = []
-        local = False
-        expressions: list[Requirement] = []
-        fields: list[Requirement] = []
-        for pick in picks:
-            entry = entries[devices.devices[pick.position]]
-            results.append(
-                DeviceResult(
-                    request=pick.request,
-                    driver=entry.driver,
-                    pool=entry.pool,
-                    device=entry.device.name,
-                    admin_access=pick.admin_access,
-                )
-            )
-            if entry.slice.node_name is not None:
-                local = True
-            elif entry.slice.node_selector:
-                term = entry.slice.node_selector[0]
-                expressions += [r for r in term.match_expressions if r not in expressions]
-                fields += [r for r in term.match_fields if r not in fields]
-        selector: tuple[NodeSelectorTerm, ...] | None = None
-        if local:
-            selector = (
-                NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", (node.name,)),)),
-            )
-        elif expressions or fields:
-            selector = (
-                NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),
-            )
-        return Allocation(results=tuple(results), node_selector=selector)
-
 
 def _fits(answer: Outcome | str) -> bool:
     return not isinstance(answer, str) and answer.ok
-
-
-def _reserves(consumers: Iterable[Consumer], pod: Pod) -> bool:
-    return any(
-        c.resource == "pods" and c.name == pod.name and (not c.uid or c.uid == pod.uid)
-        for c in consumers
-    )
 
 
 def dra_state(inventory: ApiInventory) -> DraState:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gangsched.core.dra.claims import ClaimProblem
 from gangsched.core.dra.model import ResourceClaim
-from gangsched.core.dra.state import ClaimProblem, DraState, Verdict
+from gangsched.core.dra.state import DraState, Verdict
 from gangsched.core.framework import PodContext
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
