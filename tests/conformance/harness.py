@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from gangsched.cli import main
 from gangsched.core.api.dialects import api_group
-from gangsched.simulate import loader
+from gangsched.simulate.documents import KNOWN_KINDS
 from tests.builders import SCHEDULER
 
 Manifest = dict[str, Any]
@@ -514,7 +514,7 @@ def _loader_reads(raw: Manifest) -> bool:
     """Workload objects go to simulate once it reads them (issue 19 item 6); kube-scheduler
     ignores them when placing pods, so leaving them out changes no outcome meanwhile."""
     group = api_group(str(raw.get("apiVersion", "")))
-    return raw.get("kind") != "Workload" or (group, "Workload") in loader._KNOWN
+    return raw.get("kind") != "Workload" or (group, "Workload") in KNOWN_KINDS
 
 
 def _identity(raw: Manifest) -> tuple[str, str, str, str]:
