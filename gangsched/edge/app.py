@@ -23,7 +23,8 @@ from gangsched.config import Config
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
-from gangsched.edge.operator import MAX_WATCHES, POD_GROUP_GROUPS, Operator
+from gangsched.edge.operator import Operator
+from gangsched.edge.watches import MAX_WATCHES, POD_GROUP_GROUPS
 
 log = structlog.get_logger("gangsched.app")
 

@@ -38,28 +38,15 @@ from gangsched.core.scheduler import (
 )
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
-from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
+from gangsched.edge.dra_cache import DraCache
 from gangsched.edge.events import EventRecorder, ObjectRef
-from gangsched.edge.informer import Informer
 from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
-from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
+from gangsched.edge.volume_cache import VolumeCache
+from gangsched.edge.watches import Watches
 
 log = structlog.get_logger("gangsched.operator")
-
-#: PodGroup API groups we read, in the order we prefer their versions.
-POD_GROUP_GROUPS = {
-    "scheduling.sigs.k8s.io": Dialect.SIGS,
-    "scheduling.x-k8s.io": Dialect.X_K8S,
-    "scheduling.k8s.io": Dialect.UPSTREAM,
-}
-
-#: The most informers `start` runs at once, each holding one HTTP/1.1 connection for its watch:
-#: pods, nodes, namespaces, priority classes, budgets, the storage and DRA kinds and one per
-#: PodGroup dialect. The connection pool must be larger than this, or the watches take every
-#: connection and a lease renewal waits behind them until leadership is lost.
-MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS)
 
 
 @dataclass
@@ -121,11 +108,16 @@ class Operator:
         )
         self.cache.on_group_status = self.status.observed
         self.cache.on_problem = self._report_problem
-        self.informers: dict[str, Informer] = {}
+        self.watches = Watches(
+            kube=self.kube,
+            metrics=self.metrics,
+            cache=self.cache,
+            volume_cache=self.volume_cache,
+            dra_cache=self.dra_cache,
+            on_pod_groups=self._watching_pod_groups,
+            discovery_seconds=self.discovery_seconds,
+        )
         self._tasks: list[asyncio.Task[None]] = []
-        self.synced = asyncio.Event()
-        #: Set once API discovery has answered (PodGroup informers started for what exists).
-        self.discovered = asyncio.Event()
         self._published = 0.0
         #: Gangs whose last cycle found fewer members than minMember.
         self._waiting: set[GroupRef] = set()
@@ -165,150 +157,41 @@ class Operator:
             ObjectRef(kind, namespace, name, api_version, ref.get("uid", "")),
         )
 
+    def _watching_pod_groups(self, dialect: Dialect, api_version: str) -> None:
+        self.actuator.api_versions[dialect] = api_version
+        self.status.watch(dialect, api_version)
+
     def _may_write(self) -> bool:
         # Indirect on purpose: leader election replaces `may_write` after construction.
         return self.may_write()
 
     # ------------------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        self._add_informer("pods", "/api/v1/pods", self.cache.pods())
-        self._add_informer("nodes", "/api/v1/nodes", self.cache.nodes())
-        self._add_informer("namespaces", "/api/v1/namespaces", self.cache.namespaces())
-        self._add_informer(
-            "priorityclasses",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            self.cache.priority_classes(),
-        )
-        self._add_informer(
-            "poddisruptionbudgets",
-            "/apis/policy/v1/poddisruptionbudgets",
-            self.cache.budgets(),
-        )
-        for name, path, handler in STORAGE_INFORMERS:
-            self._add_informer(name, path, handler(self.volume_cache))
-        await self._start_dra()
-        if await self._discover_pod_groups():
-            self.discovered.set()
-        self._tasks.append(asyncio.create_task(self._rediscover(), name="discovery"))
+        await self.watches.start()
         self._tasks.append(asyncio.create_task(self._schedule_forever(), name="scheduling"))
         self._tasks.append(asyncio.create_task(self.status.run(), name="podgroup-status"))
 
     async def stop(self) -> None:
         self.stopping.set()
-        for informer_task in self._tasks:
-            informer_task.cancel()
-        for informer_task in self._tasks:
+        tasks = [*self.watches.tasks, *self._tasks]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await informer_task
+                await task
         await self.actuator.drain()
-
-    def _add_informer(
-        self, name: str, path: str, handler: object, *, api_version: str = "", kind: str = ""
-    ) -> None:
-        informer = Informer(
-            self.kube,
-            path,
-            handler,  # type: ignore[arg-type]
-            name=name,
-            api_version=api_version,
-            kind=kind,
-            on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
-            on_error=lambda resource, code: self.metrics.api_errors.labels(
-                f"list/watch {resource}", code
-            ).inc(),
-        )
-        self.informers[name] = informer
-        self.metrics.informer_relists.labels(name)  # the series exists (0) before any relist
-        self._tasks.append(asyncio.create_task(informer.run(), name=f"informer-{name}"))
-
-    async def _start_dra(self) -> None:
-        """Dynamic Resource Allocation where the API server serves resource.k8s.io/v1
-        (Kubernetes 1.34+): its four kinds are watched and pods' claims allocated. Elsewhere
-        pods with resource claims stay unschedulable, never bound without their devices."""
-        try:
-            await self.kube.get(RESOURCE_API)
-        except Exception as exc:  # not served (404) or unreachable: no DRA this run
-            log.warning("resource.k8s.io/v1 not served; no DRA", error=str(exc) or repr(exc))
-            return
-        self.scheduler.cluster.dra = self.dra_cache.state
-        for name, path, handler in DRA_INFORMERS:
-            self._add_informer(name, path, handler(self.dra_cache))
-
-    async def _discover_pod_groups(self) -> bool:
-        """Start a PodGroup informer for every dialect the API server serves (CRDs may be
-        installed after we start; `_rediscover` picks them up). False if discovery failed."""
-        try:
-            groups = await self.kube.get("/apis")
-        except Exception as exc:  # HTTP error or API server unreachable: retried later
-            log.warning("API discovery failed", error=str(exc) or repr(exc))
-            return False
-        for entry in groups.get("groups", []):
-            name = entry.get("name")
-            if name not in POD_GROUP_GROUPS or f"podgroups.{name}" in self.informers:
-                continue
-            # The preferred version may not serve PodGroups (scheduling.k8s.io/v1 is
-            # PriorityClasses): take the first version, in the server's order, that does.
-            version = ""
-            for candidate in entry.get("versions") or []:
-                group_version = str(candidate.get("groupVersion", ""))
-                if group_version and await self._serves_pod_groups(group_version):
-                    version = group_version
-                    break
-            if not version:
-                continue
-            self.actuator.api_versions[POD_GROUP_GROUPS[name]] = version
-            log.info("watching PodGroups", apiVersion=version)
-            self._add_informer(
-                f"podgroups.{name}",
-                f"/apis/{version}/podgroups",
-                self.cache.pod_groups(POD_GROUP_GROUPS[name]),
-                api_version=version,
-                kind="PodGroup",
-            )
-            self.status.watch(POD_GROUP_GROUPS[name], version)
-        return True
-
-    async def _serves_pod_groups(self, group_version: str) -> bool:
-        try:
-            resources = await self.kube.get(f"/apis/{group_version}")
-        except Exception:
-            return False
-        return any(r.get("name") == "podgroups" for r in resources.get("resources", []))
-
-    async def _rediscover(self) -> None:
-        # Until discovery first succeeds (e.g. started while the API server restarts) retry
-        # soon: scheduling waits for it, or gangs would look like groups without PodGroups.
-        delay = 1.0
-        while not self.discovered.is_set():
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.discovery_seconds)
-            if await self._discover_pod_groups():
-                self.discovered.set()
-        while True:
-            await asyncio.sleep(self.discovery_seconds)
-            await self._discover_pod_groups()
 
     def not_ready(self) -> str:
         """Why /readyz fails: "" once every informer has synced, else what is missing."""
-        if self.synced.is_set():
-            return ""
-        if not self.discovered.is_set():
-            return "API discovery (PodGroup dialects) has not succeeded yet"
-        waiting = [
-            f"{name}: {informer.last_error or 'listing'}"
-            for name, informer in self.informers.items()
-            if not informer.synced.is_set()
-        ]
-        return "caches syncing: " + ("; ".join(waiting) or "starting")
+        return self.watches.not_ready()
 
-    async def wait_synced(self) -> None:
-        await self.discovered.wait()
-        await asyncio.gather(*(i.synced.wait() for i in list(self.informers.values())))
-        self.synced.set()
+    @property
+    def synced(self) -> asyncio.Event:
+        return self.watches.synced
 
     # ----------------------------------------------------------------------------- scheduling
     async def _schedule_forever(self) -> None:
-        await self.wait_synced()
+        await self.watches.wait_synced()
         log.info(
             "caches synced; scheduling",
             nodes=len(self.scheduler.cluster.nodes),

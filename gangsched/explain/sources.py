@@ -22,8 +22,8 @@ from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
 from gangsched.edge.kube import JSON, Kube, KubeError
-from gangsched.edge.operator import POD_GROUP_GROUPS
 from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
+from gangsched.edge.watches import POD_GROUP_GROUPS
 from gangsched.simulate.loader import load_manifests
 
 #: Page size of list requests (as kubectl's chunking).

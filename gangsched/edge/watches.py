@@ -1,0 +1,181 @@
+"""The informers `gangsched run` keeps, and the API discovery that decides which exist.
+
+Pods, nodes, namespaces, PriorityClasses and PDBs are always watched; the storage kinds too;
+the four resource.k8s.io kinds where the API server serves resource.k8s.io/v1 (DRA); one
+PodGroup informer per dialect the API server serves, at the first version that serves
+PodGroups. CRDs may be installed after we start, so discovery runs again every
+`discovery_seconds`; until it first succeeds scheduling waits (gangs would otherwise look
+like groups without PodGroups), and /readyz says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+
+from gangsched.core.model import Dialect
+from gangsched.edge.cache import ClusterCache
+from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
+from gangsched.edge.informer import Informer
+from gangsched.edge.kube import Kube
+from gangsched.edge.metrics import Metrics
+from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
+
+log = structlog.get_logger("gangsched.operator")
+
+#: PodGroup API groups we read, in the order we prefer their versions.
+POD_GROUP_GROUPS = {
+    "scheduling.sigs.k8s.io": Dialect.SIGS,
+    "scheduling.x-k8s.io": Dialect.X_K8S,
+    "scheduling.k8s.io": Dialect.UPSTREAM,
+}
+
+#: The most informers `start` runs at once, each holding one HTTP/1.1 connection for its watch:
+#: pods, nodes, namespaces, priority classes, budgets, the storage and DRA kinds and one per
+#: PodGroup dialect. The connection pool must be larger than this, or the watches take every
+#: connection and a lease renewal waits behind them until leadership is lost.
+MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS)
+
+
+@dataclass
+class Watches:
+    kube: Kube
+    metrics: Metrics
+    cache: ClusterCache
+    volume_cache: VolumeCache
+    dra_cache: DraCache
+    #: Called with (dialect, apiVersion) when a PodGroup informer starts.
+    on_pod_groups: Callable[[Dialect, str], None]
+    discovery_seconds: float = 30.0
+    informers: dict[str, Informer] = field(default_factory=dict)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set once API discovery has answered (PodGroup informers started for what exists).
+    discovered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def start(self) -> None:
+        self._add("pods", "/api/v1/pods", self.cache.pods())
+        self._add("nodes", "/api/v1/nodes", self.cache.nodes())
+        self._add("namespaces", "/api/v1/namespaces", self.cache.namespaces())
+        self._add(
+            "priorityclasses",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            self.cache.priority_classes(),
+        )
+        self._add(
+            "poddisruptionbudgets",
+            "/apis/policy/v1/poddisruptionbudgets",
+            self.cache.budgets(),
+        )
+        for name, path, handler in STORAGE_INFORMERS:
+            self._add(name, path, handler(self.volume_cache))
+        await self._start_dra()
+        if await self._discover_pod_groups():
+            self.discovered.set()
+        self.tasks.append(asyncio.create_task(self._rediscover(), name="discovery"))
+
+    def not_ready(self) -> str:
+        """Why /readyz fails: "" once every informer has synced, else what is missing."""
+        if self.synced.is_set():
+            return ""
+        if not self.discovered.is_set():
+            return "API discovery (PodGroup dialects) has not succeeded yet"
+        waiting = [
+            f"{name}: {informer.last_error or 'listing'}"
+            for name, informer in self.informers.items()
+            if not informer.synced.is_set()
+        ]
+        return "caches syncing: " + ("; ".join(waiting) or "starting")
+
+    async def wait_synced(self) -> None:
+        await self.discovered.wait()
+        await asyncio.gather(*(i.synced.wait() for i in list(self.informers.values())))
+        self.synced.set()
+
+    def _add(
+        self, name: str, path: str, handler: object, *, api_version: str = "", kind: str = ""
+    ) -> None:
+        informer = Informer(
+            self.kube,
+            path,
+            handler,  # type: ignore[arg-type]
+            name=name,
+            api_version=api_version,
+            kind=kind,
+            on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
+            on_error=lambda resource, code: self.metrics.api_errors.labels(
+                f"list/watch {resource}", code
+            ).inc(),
+        )
+        self.informers[name] = informer
+        self.metrics.informer_relists.labels(name)  # the series exists (0) before any relist
+        self.tasks.append(asyncio.create_task(informer.run(), name=f"informer-{name}"))
+
+    async def _start_dra(self) -> None:
+        """Dynamic Resource Allocation where the API server serves resource.k8s.io/v1
+        (Kubernetes 1.34+): its four kinds are watched and pods' claims allocated. Elsewhere
+        pods with resource claims stay unschedulable, never bound without their devices."""
+        try:
+            await self.kube.get(RESOURCE_API)
+        except Exception as exc:  # not served (404) or unreachable: no DRA this run
+            log.warning("resource.k8s.io/v1 not served; no DRA", error=str(exc) or repr(exc))
+            return
+        self.cache.cluster.dra = self.dra_cache.state
+        for name, path, handler in DRA_INFORMERS:
+            self._add(name, path, handler(self.dra_cache))
+
+    async def _discover_pod_groups(self) -> bool:
+        """Start a PodGroup informer for every dialect the API server serves (CRDs may be
+        installed after we start; `_rediscover` picks them up). False if discovery failed."""
+        try:
+            groups = await self.kube.get("/apis")
+        except Exception as exc:  # HTTP error or API server unreachable: retried later
+            log.warning("API discovery failed", error=str(exc) or repr(exc))
+            return False
+        for entry in groups.get("groups", []):
+            name = entry.get("name")
+            if name not in POD_GROUP_GROUPS or f"podgroups.{name}" in self.informers:
+                continue
+            # The preferred version may not serve PodGroups (scheduling.k8s.io/v1 is
+            # PriorityClasses): take the first version, in the server's order, that does.
+            version = ""
+            for candidate in entry.get("versions") or []:
+                group_version = str(candidate.get("groupVersion", ""))
+                if group_version and await self._serves_pod_groups(group_version):
+                    version = group_version
+                    break
+            if not version:
+                continue
+            log.info("watching PodGroups", apiVersion=version)
+            self._add(
+                f"podgroups.{name}",
+                f"/apis/{version}/podgroups",
+                self.cache.pod_groups(POD_GROUP_GROUPS[name]),
+                api_version=version,
+                kind="PodGroup",
+            )
+            self.on_pod_groups(POD_GROUP_GROUPS[name], version)
+        return True
+
+    async def _serves_pod_groups(self, group_version: str) -> bool:
+        try:
+            resources = await self.kube.get(f"/apis/{group_version}")
+        except Exception:
+            return False
+        return any(r.get("name") == "podgroups" for r in resources.get("resources", []))
+
+    async def _rediscover(self) -> None:
+        # Until discovery first succeeds (e.g. started while the API server restarts) retry
+        # soon: scheduling waits for it, or gangs would look like groups without PodGroups.
+        delay = 1.0
+        while not self.discovered.is_set():
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.discovery_seconds)
+            if await self._discover_pod_groups():
+                self.discovered.set()
+        while True:
+            await asyncio.sleep(self.discovery_seconds)
+            await self._discover_pod_groups()
