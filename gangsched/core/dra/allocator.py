@@ -121,10 +121,14 @@ class _Search:
     errors: dict[tuple[int, int], AllocationError] = field(default_factory=dict)
     #: Per device position, its equivalence class for this search (see the module doc).
     kind: list[int] = field(default_factory=list)
+    #: Per device position: the alternatives it is a candidate for and the values of the
+    #: attributes constraints compare, numbered in order of appearance on the node.
+    shape: list[tuple[tuple[bool, ...], tuple[int, ...]]] = field(default_factory=list)
     deepest: int = -1
     exhausted: bool = False
 
-    def run(self) -> Outcome:
+    def prepare(self) -> None:
+        """Slots, constraints, candidates and device classes: everything but the search."""
         for index, claim in enumerate(self.claims):
             self.constraints.append([_Constraint(rule) for rule in claim.spec.constraints])
             self.picks.append([])
@@ -139,6 +143,21 @@ class _Search:
                     )
                 )
         self._classify()
+
+    def signature(self) -> object | None:
+        """What decides this search's outcome, independent of which node it is: per device
+        position whether it is free, which alternatives it is a candidate for, and the
+        values of the attributes constraints compare, numbered in order of appearance (a
+        constraint only tests equality, so nodes whose devices differ only in those values'
+        spelling, such as each node's own NVLink domain name, search alike and pick the same
+        positions). None when a candidate list ended in an error (its message names a
+        device)."""
+        if self.errors:
+            return None
+        free = tuple(self.is_free(index) for index in self.node.devices)
+        return (free, tuple(self.shape), self.node.unusable_pools)
+
+    def solve(self) -> Outcome:
         if self._solve(0):
             return Outcome(picks=[list(p) for p in self.picks])
         failed = ""
@@ -178,15 +197,27 @@ class _Search:
                 except AllocationError as error:
                     self.errors[(slot_index, alt_index)] = error
                     self.candidates[(slot_index, alt_index)] = []
-        member = {key: set(found) for key, found in self.candidates.items()}
+        lists = list(self.candidates.values())
+        flags = [[False] * len(lists) for _ in self.node.devices]
+        for number, found in enumerate(lists):
+            for position in found:
+                flags[position][number] = True
         compared = sorted({c.attribute for claim in self.claims for c in claim.spec.constraints})
+        numbering: list[dict[object, int]] = [{} for _ in compared]
         classes: dict[object, int] = {}
+        entries = self.entries
         for position, index in enumerate(self.node.devices):
-            attributes = self.entries[index].device.attributes
-            key = (
-                tuple(position in found for found in member.values()),
-                tuple(_attribute(attributes, name) for name in compared),
-            )
+            values: list[int] = []
+            if compared:
+                attributes = entries[index].device.attributes
+                for seen, name in zip(numbering, compared, strict=True):
+                    value = attributes.get(name)
+                    if value is None:
+                        values.append(-1)
+                    else:
+                        values.append(seen.setdefault((type(value), value), len(seen)))
+            key = (tuple(flags[position]), tuple(values))
+            self.shape.append(key)
             self.kind.append(classes.setdefault(key, len(classes)))
 
     def _candidates(self, slot_index: int, alt_index: int) -> list[int]:
@@ -205,14 +236,20 @@ class _Search:
                 f"device class {alt.class_name} does not exist"
             )
         found = []
+        selectors = (device_class.selectors, alt.selectors)
+        passes, views = self.selectors.passes, self.views
         for position, index in enumerate(self.node.devices):
             entry = self.entries[index]
             device = entry.device
             if device.unsupported:
                 continue
-            if not self._selected(slot, device_class.selectors, entry, f"class {alt.class_name}"):
-                continue
-            if not self._selected(slot, alt.selectors, entry, f"claim {slot.claim_key}"):
+            selected = passes(selectors, device.fingerprint, views[device.fingerprint])
+            if selected is None:
+                # A selector failed on this device: raises, naming the device.
+                selected = self._selected(
+                    slot, device_class.selectors, entry, f"class {alt.class_name}"
+                ) and self._selected(slot, alt.selectors, entry, f"claim {slot.claim_key}")
+            if not selected:
                 continue
             if any(
                 taint.effect in ("NoSchedule", "NoExecute")
@@ -394,9 +431,14 @@ def allocate(
     classes: Mapping[str, DeviceClass],
     selectors: SelectorCache,
     budget: int = SEARCH_BUDGET,
+    shared: dict[object, Outcome] | None = None,
 ) -> Outcome:
     """Allocate `claims` together from `node`'s devices; raises AllocationError for claims
-    that cannot be allocated on any node as written."""
+    that cannot be allocated on any node as written.
+
+    `shared` (kept by the caller for one set of claims and one device inventory) remembers
+    outcomes by the search's signature, so nodes whose devices are alike for these claims
+    (the usual GPU fleet) share one search: the picks are device positions, valid on each."""
     alternatives = [a for c in claims for r in c.spec.requests for a in r.alternatives]
     if not node.unusable_pools and not any(a.admin_access for a in alternatives):
         # A node whose free devices are fewer than the claims need at the least (a taken
@@ -425,4 +467,13 @@ def allocate(
         selectors=selectors,
         budget=budget,
     )
-    return search.run()
+    search.prepare()
+    signature = search.signature() if shared is not None else None
+    if shared is None or signature is None:
+        return search.solve()
+    # Claim keys too: a failure names the claim and request it could not get past.
+    key = (tuple(c.key for c in claims), signature)
+    found = shared.get(key)
+    if found is None:
+        found = shared[key] = search.solve()
+    return found

@@ -40,6 +40,8 @@ _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 _INT64 = (-(2**63), 2**63 - 1)
 
 CelMap = dict[str, Any]
+#: A device class's selector expressions and a request's.
+Selectors = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 # -- Kubernetes quantity and semver values -------------------------------------------------------
@@ -272,6 +274,7 @@ class Selector:
     names: frozenset[str] | None = None
     #: The qualified attribute and capacity names the expression can observe (None: all).
     visible: tuple[str, ...] | None = None
+    seen: frozenset[str] = frozenset()
 
     def projection(self, view: DeviceView) -> object:
         """What of the device this expression can observe: devices with equal projections
@@ -280,11 +283,11 @@ class Selector:
         expression iterates maps, asks their size or indexes them with a computed key."""
         if self.visible is None:
             return (view.driver, _items(view.attributes), _items(view.capacity))
-        attributes, capacity = view.attributes, view.capacity
+        # A device has a few attributes, an expression many visible names: walk the device.
         return (
             view.driver,
-            tuple(_typed(attributes.get(name)) for name in self.visible),
-            tuple(capacity.get(name) for name in self.visible),
+            tuple((k, type(v).__name__, v) for k, v in _visible(view.attributes, self.seen)),
+            tuple((k, v.numerator, v.denominator) for k, v in _visible(view.capacity, self.seen)),
         )
 
     def evaluate(self, device: CelMap) -> bool | str:
@@ -325,9 +328,12 @@ def _items(values: Mapping[str, Any]) -> tuple[tuple[str, str, Any], ...]:
     return tuple(sorted((k, type(v).__name__, v) for k, v in values.items()))
 
 
-def _typed(value: object) -> object:
-    """Attribute values compare by type too (True is not 1)."""
-    return None if value is None else (type(value).__name__, value)
+def _visible(values: Mapping[str, Any], seen: frozenset[str]) -> list[tuple[str, Any]]:
+    """The items of `values` whose names are in `seen`, sorted (mostly none or one)."""
+    keys = seen.intersection(values)
+    if len(keys) < 2:
+        return [(key, values[key]) for key in keys]
+    return [(key, values[key]) for key in sorted(keys)]
 
 
 #: Functions and macros that reach map entries without naming them.
@@ -377,6 +383,12 @@ class SelectorCache:
     _compiled: dict[str, Selector] = field(default_factory=dict)
     _results: dict[tuple[str, int], bool | str] = field(default_factory=dict)
     _projected: dict[tuple[str, object], bool | str] = field(default_factory=dict)
+    #: Whether a device kind passes a class's and a request's selectors together (the
+    #: allocator's per-device question): by kind, and by what the expressions can observe.
+    _verdicts: dict[tuple[Selectors, int], bool] = field(default_factory=dict)
+    _groups: dict[Selectors, tuple[frozenset[str] | None, dict[object, bool]]] = field(
+        default_factory=dict
+    )
 
     def compile(self, expression: str) -> Selector:
         selector = self._compiled.get(expression)
@@ -402,6 +414,7 @@ class SelectorCache:
             if names is None
             else tuple(sorted(f"{domain}/{name}" for domain in literals for name in names)),
         )
+        selector.seen = frozenset(selector.visible or ())
         try:
             program = self._env.compile(expression)
             returns = program.return_type()
@@ -435,6 +448,55 @@ class SelectorCache:
             result = found
         self._results[key] = result
         return result
+
+
+    def passes(self, selectors: Selectors, fingerprint: int, view: DeviceView) -> bool | None:
+        """Whether the device passes every expression of `selectors` (a class's, then a
+        request's; evaluated in order, the first false one decides), or None when one
+        fails to compile or evaluate (`matches` then says why, per expression).
+
+        One projection per device for all the expressions together: on a fleet whose GPUs
+        differ only in names and NVLink domains, the first device of each model evaluates
+        the expressions and every other one costs a projection and a dictionary lookup."""
+        key = (selectors, fingerprint)
+        found = self._verdicts.get(key)
+        if found is not None:
+            return found
+        group = self._groups.get(selectors)
+        if group is None:
+            compiled = [self.compile(e) for part in selectors for e in part]
+            seen: frozenset[str] | None = frozenset()
+            for selector in compiled:
+                if selector.visible is None or seen is None:
+                    seen = None
+                else:
+                    seen |= selector.seen
+            group = self._groups[selectors] = (seen, {})
+        seen, results = group
+        if seen is None:
+            projected: object = (view.driver, _items(view.attributes), _items(view.capacity))
+        else:
+            projected = (
+                view.driver,
+                tuple((k, type(v).__name__, v) for k, v in _visible(view.attributes, seen)),
+                tuple((k, v.numerator, v.denominator) for k, v in _visible(view.capacity, seen)),
+            )
+        found = results.get(projected)
+        if found is None:
+            found = True
+            for part in selectors:
+                for expression in part:
+                    verdict = self.matches(expression, fingerprint, view)
+                    if isinstance(verdict, str):
+                        return None
+                    if not verdict:
+                        found = False
+                        break
+                if not found:
+                    break
+            results[projected] = found
+        self._verdicts[key] = found
+        return found
 
 
 def _runtime(result: bool | str) -> bool | str:

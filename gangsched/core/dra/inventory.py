@@ -11,6 +11,7 @@ lists are plain integers, and a fingerprint (see `model.Device`) shared by ident
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from gangsched.core.labels import NodeSelectorTerm
 from gangsched.core.model import Node
 
 DeviceId = tuple[str, str, str]  # driver, pool, device
+_TOKENS = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -70,12 +72,22 @@ class DeviceKinds:
 
     registry: dict[object, int] = field(default_factory=dict)
     views: list[DeviceView] = field(default_factory=list)
+    #: Marks the devices this registry fingerprinted (a device object outlives rebuilds:
+    #: slices that did not change keep theirs).
+    token: int = field(default_factory=lambda: next(_TOKENS))
 
     def fingerprint(self, driver: str, device: Device) -> int:
+        if device.kinds_token == self.token:
+            return device.fingerprint
+        # Types beside values (True == 1 for Python); fractions as integer pairs (hashing a
+        # Fraction is slow). Items in the slice's order: identical devices listed in another
+        # order only get two fingerprints (less sharing, same answers).
+        attributes = device.attributes
         key = (
             driver,
-            tuple(sorted((k, type(v).__name__, v) for k, v in device.attributes.items())),
-            tuple(sorted(device.capacity.items())),
+            tuple(attributes.items()),
+            tuple(map(type, attributes.values())),
+            tuple((k, v.numerator, v.denominator) for k, v in device.capacity.items()),
             device.taints,
             device.unsupported,
         )
@@ -84,6 +96,7 @@ class DeviceKinds:
             found = len(self.views)
             self.registry[key] = found
             self.views.append(DeviceView(driver, device.attributes, device.capacity))
+        device.fingerprint, device.kinds_token = found, self.token
         return found
 
 

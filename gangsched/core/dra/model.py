@@ -84,6 +84,8 @@ class Device:
     #: never allocated (what upstream does with those features off).
     unsupported: str = ""
     fingerprint: int = -1
+    #: The `inventory.DeviceKinds` registry `fingerprint` belongs to (0: none yet).
+    kinds_token: int = 0
 
 
 @dataclass(slots=True)

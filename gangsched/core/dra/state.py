@@ -310,6 +310,7 @@ class DraState:
                 is_free=(lambda _: True) if all_free else self.is_free,
                 classes=self.classes,
                 selectors=self.selectors,
+                shared=self.feasibility.shared(tuple(c.spec for c in claims)),
             )
         except AllocationError as error:
             return str(error)

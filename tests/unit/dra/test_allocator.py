@@ -270,3 +270,32 @@ def test_identical_devices_keep_the_search_small() -> None:
         [gpu_claim_spec(32, same_domain=True), gpu_claim_spec(1, same_domain=True)], [slice_]
     )
     assert outcome.ok and not outcome.exhausted
+
+
+def test_nodes_with_alike_devices_share_one_search() -> None:
+    # Each node has its own NVLink domain names: alike for a matchAttribute constraint.
+    slices = [gpu_slice(f"n{i}", 8) for i in range(20)]
+    inventory = Inventory.build(slices)
+    claims = [ClaimToAllocate("default/c0", gpu_claim_spec(4, same_domain=True))]
+    shared: dict[object, Outcome] = {}
+    selectors = SelectorCache()
+    busy = {inventory.by_id[(GPU_DRIVER, "n3", f"gpu-{i}")] for i in (0, 1)}
+    outcomes = []
+    for i in range(20):
+        devices = inventory.node_devices(Node(name=f"n{i}"))
+        outcomes.append(
+            allocate(
+                claims,
+                inventory=inventory,
+                node=devices,
+                is_free=lambda index: index not in busy,
+                classes=CLASSES,
+                selectors=selectors,
+                shared=shared,
+            )
+        )
+    assert len(shared) == 2  # every node alike but n3, whose devices 0 and 1 are in use
+    assert all(o is outcomes[0] for i, o in enumerate(outcomes) if i != 3)
+    picks = outcomes[3].picks
+    assert picks is not None and [p.position for p in picks[0]] == [4, 5, 6, 7]
+    assert outcomes[3] is not outcomes[0]

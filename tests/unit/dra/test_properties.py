@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import AllocateClaim, Bind
-from gangsched.core.dra.allocator import ClaimToAllocate, allocate
+from gangsched.core.dra.allocator import ClaimToAllocate, Outcome, allocate
 from gangsched.core.dra.cel import SelectorCache
-from gangsched.core.dra.inventory import Inventory
+from gangsched.core.dra.inventory import Inventory, NodeDevices
 from gangsched.core.dra.model import (
     ClaimSpec,
     Device,
@@ -220,4 +220,65 @@ def test_gang_gets_all_claims_or_nothing_and_no_device_twice(
                 assert satisfies(devices[result.device], request.exactly)
             if claim.spec.constraints:
                 values = {d.attributes.get(DOMAIN) for d in devices.values()}
+                assert None not in values and len(values) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nodes=st.lists(
+        st.tuples(devices_strategy, st.sets(st.integers(0, 5), max_size=3)), min_size=2, max_size=5
+    ),
+    claims=st.lists(claim_strategy, min_size=1, max_size=2),
+)
+def test_nodes_sharing_searches_get_what_each_would_get_alone(
+    nodes: list[tuple[list[tuple[str, str | None]], set[int]]],
+    claims: list[tuple[list[tuple[int, bool]], bool]],
+) -> None:
+    """An outcome shared by signature is the one a search of that very node finds: same
+    success, same request per pick, and each picked position satisfies its request there.
+    Domain names are made per node (as real NVLink domains are), so sharing is exercised."""
+    slices = [
+        make_slice(f"n{i}", [(m, f"{d}-n{i}" if d else None) for m, d in devices])
+        for i, (devices, _) in enumerate(nodes)
+    ]
+    inventory = Inventory.build(slices)
+    specs = [make_spec(c) for c in claims]
+    to_allocate = [ClaimToAllocate(f"ns/c{i}", s) for i, s in enumerate(specs)]
+    shared: dict[object, Outcome] = {}
+    selectors = SelectorCache()
+    for i, (_, in_use) in enumerate(nodes):
+        node_devices = inventory.node_devices(Node(name=f"n{i}"))
+        busy = {node_devices.devices[p] for p in in_use if p < len(node_devices.devices)}
+
+        def run(
+            share: dict[object, Outcome] | None,
+            node_devices: NodeDevices = node_devices,
+            busy: set[int] = busy,
+        ) -> Outcome:
+            return allocate(
+                to_allocate,
+                inventory=inventory,
+                node=node_devices,
+                is_free=lambda index: index not in busy,
+                classes={GPU_CLASS: gpu_class()},
+                selectors=selectors,
+                shared=share,
+            )
+
+        alone, together = run(None), run(shared)
+        assert together.ok == alone.ok
+        if together.picks is None or alone.picks is None:
+            continue
+        devices = [inventory.entries[d].device for d in node_devices.devices]
+        free = [p for p, d in enumerate(node_devices.devices) if d not in busy]
+        for spec, mine, theirs in zip(specs, together.picks, alone.picks, strict=True):
+            assert [p.request for p in mine] == [p.request for p in theirs]
+            positions = [p.position for p in mine]
+            assert len(positions) == len(set(positions)) and set(positions) <= set(free)
+            by_request = {r.name: r.exactly for r in spec.requests}
+            for pick in mine:
+                exact = by_request[pick.request]
+                assert exact is not None and satisfies(devices[pick.position], exact)
+            if spec.constraints:
+                values = {devices[p].attributes.get(DOMAIN) for p in positions}
                 assert None not in values and len(values) == 1
