@@ -449,7 +449,6 @@ class SelectorCache:
         self._results[key] = result
         return result
 
-
     def passes(self, selectors: Selectors, fingerprint: int, view: DeviceView) -> bool | None:
         """Whether the device passes every expression of `selectors` (a class's, then a
         request's; evaluated in order, the first false one decides), or None when one
