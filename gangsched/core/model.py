@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from gangsched.core.labels import LabelSelector, NodeSelectorTerm
 from gangsched.core.resources import ResourceList
+from gangsched.core.topology.request import TopologyRequest
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
@@ -313,6 +314,8 @@ class PodGroup:
     uid: str = ""
     #: metadata.generation: status conditions carry it as observedGeneration.
     generation: int = 0
+    #: Keep the gang inside one domain of a node label (issue 14); None: anywhere.
+    topology: TopologyRequest | None = None
 
     @property
     def key(self) -> str:

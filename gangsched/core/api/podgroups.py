@@ -20,6 +20,12 @@ from gangsched.core.api.koordinator import (
     read_total_number,
 )
 from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver, UnknownPriorityClass
+from gangsched.core.api.topology import (
+    merge,
+    read_crd_topology,
+    read_kai_topology,
+    read_upstream_topology,
+)
 from gangsched.core.api.types import RawPodGroup
 from gangsched.core.model import Dialect, DisruptionMode, GroupRef, PodGroup, PriorityClass
 
@@ -100,8 +106,12 @@ def _read_crd(
     group.schedule_timeout_seconds = r.integer(
         spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", minimum=1
     )
+    annotations = r.string_map(r.metadata.get("annotations"), "metadata.annotations")
+    kai = read_kai_topology(r, annotations)
     if dialect is not Dialect.SIGS:
+        group.topology = kai
         return
+    group.topology = merge(r, read_crd_topology(r, spec), kai)
     # gangsched's KEP-5710 extension of the sigs CRD, and Koordinator's GangGroup annotation.
     class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
     priority_class = _resolve_class(r, class_name, priorities, upstream=False)
@@ -115,7 +125,6 @@ def _read_crd(
     else:
         r.add("spec.disruptionMode", f"unknown disruptionMode {show(mode)}; use Single or All")
     # Koordinator's gang annotations on its PodGroups.
-    annotations = r.string_map(r.metadata.get("annotations"), "metadata.annotations")
     group.gang_group = read_gang_group(r, annotations, group.ref)
     group.match_policy = read_match_policy(r, annotations)
     group.gang_mode = read_mode(r, annotations)
@@ -154,6 +163,7 @@ def _read_upstream(
     group.disruption_mode = _read_upstream_disruption_mode(
         r, spec.get("disruptionMode"), v1alpha2=version == "v1alpha2"
     )
+    group.topology = read_upstream_topology(r, spec, version=version)
 
     class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
     explicit = r.integer(

@@ -232,6 +232,11 @@ class RawPodGroupStatus(TypedDict, total=False):
     conditions: list[dict[str, Any]]
 
 
+class RawSigsTopology(TypedDict, total=False):
+    required: str
+    preferred: str
+
+
 class RawSigsPodGroupSpec(TypedDict, total=False):
     """scheduling.sigs.k8s.io/v1alpha1, extended by gangsched with KEP-5710 fields."""
 
@@ -240,6 +245,8 @@ class RawSigsPodGroupSpec(TypedDict, total=False):
     scheduleTimeoutSeconds: int
     priorityClassName: str
     disruptionMode: str  # Single (default) | All
+    #: Issue 14: {"required": <node label>, "preferred": <node label>}, both optional.
+    topology: RawSigsTopology
 
 
 class RawSigsPodGroup(RawObject, total=False):
@@ -278,6 +285,14 @@ class RawDisruptionModeObject(TypedDict, total=False):
     all: dict[str, Any]
 
 
+class RawTopologyConstraint(TypedDict, total=False):
+    key: str
+
+
+class RawSchedulingConstraints(TypedDict, total=False):
+    topology: list[RawTopologyConstraint]
+
+
 class RawUpstreamPodGroupSpec(TypedDict, total=False):
     """scheduling.k8s.io PodGroup: v1beta1 and v1alpha3 (Kubernetes 1.37+, one shape), v1alpha2
     (1.36 only)."""
@@ -292,6 +307,9 @@ class RawUpstreamPodGroupSpec(TypedDict, total=False):
     podGroupTemplateRef: dict[str, Any]  # v1alpha2
     workloadRef: dict[str, Any]  # 1.37+
     parentCompositePodGroupName: str  # 1.37+ (feature gate CompositePodGroup)
+    #: Feature gate TopologyAwareWorkloadScheduling: {"topology": [{"key": <node label>}]}
+    #: (v1alpha2 once: {"topologyConstraints": [{"topologyKey": ...}]}).
+    schedulingConstraints: RawSchedulingConstraints
 
 
 class RawUpstreamPodGroup(RawObject, total=False):
