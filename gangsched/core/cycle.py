@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 from gangsched.core.validation import validate_group
+
+if TYPE_CHECKING:
+    from gangsched.core.topology.report import TopologyReport
 
 
 @dataclass(slots=True)
@@ -93,6 +97,8 @@ class CycleResult:
     diagnosis: Diagnosis | None = None
     #: Which search found the placement: greedy, largest-first, bin-packing, backtracking.
     strategy: str = ""
+    #: For a topology-constrained gang: the domains tried and the one chosen (issue 14).
+    topology: TopologyReport | None = None
 
 
 def member_order(pods: Sequence[Pod]) -> list[Pod]:

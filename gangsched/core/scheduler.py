@@ -37,6 +37,7 @@ from gangsched.core.plugins import ScoringConfig, build_framework
 from gangsched.core.queue import SchedulingQueue
 from gangsched.core.queue_order import queue_position
 from gangsched.core.status import Code
+from gangsched.core.topology.placement import TopologyConfig, TopologyPlacer
 
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
@@ -74,6 +75,7 @@ class SchedulerConfig:
     scheduler_name: str = "gangsched"
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     cycle: CycleConfig = field(default_factory=CycleConfig)
+    topology: TopologyConfig = field(default_factory=TopologyConfig)
     initial_backoff: float = 1.0
     max_backoff: float = 10.0
 
@@ -111,7 +113,9 @@ class Scheduler:
         self.config = config or SchedulerConfig(scheduler_name=cluster.scheduler_name)
         self.cluster = cluster
         self.framework = build_framework(self.config.scoring)
-        self.placer = GangPlacer(self.framework, self.config.cycle)
+        self.placer: GangPlacer = TopologyPlacer(
+            self.framework, self.config.cycle, self.config.topology
+        )
         self.queue = SchedulingQueue(
             initial_backoff=self.config.initial_backoff, max_backoff=self.config.max_backoff
         )

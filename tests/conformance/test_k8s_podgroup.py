@@ -3,13 +3,13 @@
 Upstream cluster: one node with 4 CPUs (zone1); the PodGroups pg1 (gang, minCount 3, priority
 100), pg2 (the same, another Workload), a basic pg1, mid-pg (gang, minCount 2, priority 50); pods
 of 1 CPU. Steps that wait for the scheduler become `settle()` calls. Ported from the newest
-version in the search index (the stepsframework one, v1alpha2 objects), written here as v1beta1.
+version in the search index (the stepsframework one, v1alpha2 objects), written here as v1beta1;
+the topology-aware case follows v1.37.1 (k8s.io/kubernetes module), where a constrained gang
+preempts.
 Not ported: TestPostFilterInvocationCount (counts calls of a mock PostFilter plugin).
 """
 
 from __future__ import annotations
-
-import pytest
 
 from tests.conformance.harness import Manifest, Scenario, node, pod, upstream_group, workload
 
@@ -262,26 +262,13 @@ def _tas_case() -> Scenario:
     return sc
 
 
-@pytest.mark.xfail(strict=True, reason="not built yet: topology-aware scheduling (issue 14)")
-def test_tas_gang_with_constraint_does_not_use_pod_by_pod_preemption() -> None:
-    """podgroup_test.go TestPodGroupScheduling: tas gang with constraint does not use pod by pod preemption."""
+def test_tas_gang_with_constraint_uses_workload_preemption() -> None:
+    """podgroup_test.go TestPodGroupScheduling (v1.37.1): tas gang with constraint uses workload preemption (1.36's two cases, "does not use pod by pod / workload preemption", were replaced by this one when TAS joined workload-aware preemption, k/k#140683)."""
     sc = _tas_case()
     sc.settle()
-    sc.assert_unschedulable("mid-p1", "mid-p2")
-    assert sc.exists("very-low-p1") and sc.exists("very-low-p2"), "nothing preempted"
-    # The constraint must be understood, not ignored: the group is refused for its topology.
-    assert "topolog" in sc.outcomes[-1].group("mid-pg")["message"].lower()
-
-
-@pytest.mark.xfail(strict=True, reason="not built yet: topology-aware scheduling (issue 14)")
-def test_tas_gang_with_constraint_does_not_use_workload_preemption() -> None:
-    """podgroup_test.go TestPodGroupScheduling: tas gang with constraint does not use workload preemption."""
-    sc = _tas_case()
-    sc.args = ["--preemption", "kep"]
-    sc.settle()
-    sc.assert_unschedulable("mid-p1", "mid-p2")
-    assert sc.exists("very-low-p1") and sc.exists("very-low-p2"), "nothing preempted"
-    assert "topolog" in sc.outcomes[-1].group("mid-pg")["message"].lower()
+    sc.assert_scheduled("mid-p1", "mid-p2", "low-p1", "low-p2")
+    sc.assert_removed("very-low-p1", "very-low-p2")
+    assert sc.node_of("mid-p1") == sc.node_of("mid-p2") == "node", "one zone: the only node"
 
 
 def test_workload_aware_preemption_invocation() -> None:

@@ -9,8 +9,8 @@ without the CompositePodGroup gates; the outcome is the same, so one case each.
 Where upstream registers a preset score plugin, the case says so: gangsched has no plugin
 registry, and in those rows the expected outcome does not depend on the preset scores (the
 victims are forced by capacity or by victim-aware scoring), so the rows are ported without it.
-The topology-aware preemption rows pass without topology support (issue 14) wherever every
-placement that fits lies in one domain anyway; only the row where that is not so fails.
+The topology-aware preemption rows check that every member lands in one domain of the key
+(issue 14), including the row where spreading across domains would fit.
 Not ported: "Reserve plugins are called during preemption simulation, so second pod fails"
 (a mock Reserve plugin limits labelled pods; see tests/conformance/README.md).
 """
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-import pytest
 
 from tests.conformance.harness import (
     HOSTNAME,
@@ -36,7 +34,6 @@ from tests.conformance.harness import (
 SOURCE = (
     "kube-scheduler `test/integration/scheduler/preemption/podgroup/podgrouppreemption_test.go`"
 )
-TOPOLOGY = "not built yet: topology-aware scheduling (issue 14)"
 
 
 def n(name: str, cpu: str, labels: Mapping[str, str] | None = None) -> Manifest:
@@ -739,7 +736,6 @@ def test_topology_aware_preemption_two_topologies_selects_higher_scored(
     _assert_topology_understood(sc)
 
 
-@pytest.mark.xfail(strict=True, reason=TOPOLOGY)
 def test_topology_aware_preemption_insufficient_capacity_in_every_topology(
     strategy: list[str],
 ) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from gangsched.core.cycle import CycleConfig
 from gangsched.core.preemption.cost import Cost
+from gangsched.core.preemption.domains import TopologyPreemptionConfig
 from gangsched.core.preemption.engine import PreemptionConfig
 from gangsched.core.preemption.preemptor import (
     KEP,
@@ -32,6 +33,7 @@ __all__ = [
     "STRATEGIES",
     "Cost",
     "PreemptionConfig",
+    "TopologyPreemptionConfig",
     "VictimUnit",
     "WorkloadPreemptor",
     "build_preemptor",
@@ -46,6 +48,9 @@ def build_preemptor(
     scheduler_name: str = "gangsched",
     config: PreemptionConfig | None = None,
     cycle: CycleConfig | None = None,
+    topology: TopologyPreemptionConfig | None = None,
 ) -> Preemptor:
     """The preemptor for `Scheduler(preemptor=...)`; ValueError names the allowed strategies."""
-    return WorkloadPreemptor(strategy, scheduler_name=scheduler_name, config=config, cycle=cycle)
+    return WorkloadPreemptor(
+        strategy, scheduler_name=scheduler_name, config=config, cycle=cycle, topology=topology
+    )

@@ -27,6 +27,11 @@ from gangsched.core.preemption.actuation import (
     preemption_message,
     trigger_pod,
 )
+from gangsched.core.preemption.domains import (
+    TopologyPreemptionConfig,
+    preempt_across_domains,
+    required_class,
+)
 from gangsched.core.preemption.engine import Candidate, CannotHelp, PreemptionConfig, Problem
 from gangsched.core.preemption.kep import kep_search
 from gangsched.core.preemption.mincost import mincost_search
@@ -39,6 +44,7 @@ from gangsched.core.preemption.victims import (
 )
 from gangsched.core.scheduler import PreemptionOutcome
 from gangsched.core.status import Code
+from gangsched.core.topology.placement import TopologyPlacer
 
 KEP = "kep"
 MINCOST = "mincost"
@@ -66,6 +72,7 @@ class WorkloadPreemptor:
         scheduler_name: str = "gangsched",
         config: PreemptionConfig | None = None,
         cycle: CycleConfig | None = None,
+        topology: TopologyPreemptionConfig | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(
@@ -75,6 +82,7 @@ class WorkloadPreemptor:
         self.scheduler_name = scheduler_name
         self.config = config or PreemptionConfig()
         self.cycle = cycle
+        self.topology = topology or TopologyPreemptionConfig()
         self._placers: tuple[GangPlacer, GangPlacer] | None = None
 
     def preempt(
@@ -134,7 +142,21 @@ class WorkloadPreemptor:
                 config=self.config,
             )
             search = kep_search if self.strategy == KEP else mincost_search
-            found = search(problem)
+            constrained = required_class(gang)
+            if constrained is None:
+                found = search(problem)
+            else:
+                found, _ = preempt_across_domains(
+                    gang=gang,
+                    cls=constrained,
+                    cluster=cluster,
+                    framework=framework,
+                    base=problem,
+                    search=search,
+                    cycle=placer.config,
+                    probe=probe.config,
+                    config=self.topology,
+                )
         finally:
             if problem is not None:
                 problem.rollback((mark, 0))
@@ -157,7 +179,8 @@ class WorkloadPreemptor:
             probe = replace(
                 base, search_budget=min(base.search_budget, self.config.probe_search_budget)
             )
-            cached = (GangPlacer(framework, base), GangPlacer(framework, probe))
+            # Dry runs honour the gang's topology constraint as the cycle itself does.
+            cached = (TopologyPlacer(framework, base), TopologyPlacer(framework, probe))
             self._placers = cached
         return cached
 

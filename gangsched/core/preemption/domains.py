@@ -1,0 +1,280 @@
+"""Preemption for a constrained gang: the cheapest victim set per domain, the cheapest domain.
+
+Upstream (1.37, k/k#140683) removes every lower-priority pod in the cluster, takes the single
+best-scored placement and reprieves inside it; nobody compares domains by what preemption
+there costs (KEP-5710 leaves it as future work). Here each candidate domain of the required
+level gets its own search (the configured strategy, `kep` or `mincost`, with the members
+confined to the domain and only the victims that hold capacity in it, an All-mode group
+whole), and the domain with the cheapest verified set wins by the cost order of `cost.py`.
+The domain upstream would pick is always among those searched, and `kep` on it is upstream's
+answer, so the result is never costlier than upstream's.
+
+Where a domain has few potential victims, `exact_search` finds the true minimum: a best-first
+search over victim sets ordered by their cost (the cost order is monotone: adding a victim
+never makes a set cheaper), each checked by a capacity bound and then by the real cycle; the
+first set that places as many members as removing every victim does is optimal.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.cycle import CycleConfig, Gang, GangPlacer
+from gangsched.core.framework import Framework
+from gangsched.core.preemption.cost import Cost, kept_nominations, ranking, victim_cost
+from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
+from gangsched.core.preemption.pdb import BudgetIndex
+from gangsched.core.preemption.victims import VictimTable
+from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.status import Code
+from gangsched.core.topology.domain_filter import confined
+from gangsched.core.topology.domains import Domain, partition
+from gangsched.core.topology.placement import (
+    ConstraintClass,
+    TopologyPlacer,
+    constraint_classes,
+)
+
+Search = Callable[[Problem], Candidate | CannotHelp]
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyPreemptionConfig:
+    #: Domains searched per attempt at most (the nominated and upstream's domain always are).
+    max_domains: int = 16
+    #: A domain with at most this many potential victim units is solved exactly.
+    exact_units: int = 16
+    #: Real-cycle verifications the exact search may spend per domain.
+    exact_verifications: int = 256
+    #: Victim sets the exact search may expand per domain.
+    exact_expansions: int = 2000
+
+
+@dataclass(slots=True)
+class DomainCandidate:
+    domain: Domain
+    found: Candidate | CannotHelp
+
+
+def required_class(gang: Gang) -> ConstraintClass | None:
+    """The one class with a required key; None when the gang has none (or several, which
+    then go through the cluster-wide search with topology-aware dry runs)."""
+    classes = [c for c in constraint_classes(gang) if c.request.required is not None]
+    return classes[0] if len(classes) == 1 else None
+
+
+def preempt_across_domains(
+    *,
+    gang: Gang,
+    cls: ConstraintClass,
+    cluster: ClusterState,
+    framework: Framework,
+    base: Problem,
+    search: Search,
+    cycle: CycleConfig,
+    probe: CycleConfig,
+    config: TopologyPreemptionConfig,
+) -> tuple[Candidate | CannotHelp, list[DomainCandidate]]:
+    """The cheapest verified victim set over the candidate domains, and what each gave."""
+    snap = cluster.snapshot
+    key = cls.request.required
+    assert key is not None
+    domains = _candidate_domains(cls, key, snap)
+    if not domains:
+        return CannotHelp(f"topology: no domain of {key} can hold the group"), []
+    ordered = _order(gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key)
+    tried: list[DomainCandidate] = []
+    for domain in ordered[: max(config.max_domains, 2)]:
+        table = _domain_table(base.table, domain.mask)
+        if not table.units:
+            tried.append(DomainCandidate(domain, CannotHelp("no lower-priority victims")))
+            continue
+        confined_fw = confined(
+            framework,
+            {ref: domain.mask for ref in cls.refs},
+            {ref: domain.name for ref in cls.refs},
+        )
+        problem = Problem(
+            gang=gang,
+            failed=base.failed,
+            cluster=cluster,
+            framework=confined_fw,
+            placer=GangPlacer(confined_fw, cycle),
+            probe_placer=GangPlacer(confined_fw, probe),
+            priority=base.priority,
+            table=table,
+            budgets=base.budgets,
+            config=base.config,
+        )
+        mark = problem.mark()
+        try:
+            found = search(problem)
+            if len(table.units) <= config.exact_units:
+                exact = exact_search(problem, domain, config)
+                if exact is not None and (
+                    isinstance(found, CannotHelp) or _rank(exact, snap) < _rank(found, snap)
+                ):
+                    found = exact
+        finally:
+            problem.rollback(mark)
+        tried.append(DomainCandidate(domain, found))
+    feasible = [t for t in tried if isinstance(t.found, Candidate)]
+    if not feasible:
+        reasons = sorted({t.found.reason for t in tried if isinstance(t.found, CannotHelp)})
+        return CannotHelp(
+            f"topology: preemption frees no domain of {key} for the group "
+            f"({len(tried)} domain(s) tried: {'; '.join(reasons)})"
+        ), tried
+    best = min(
+        feasible,
+        key=lambda t: (_rank(t.found, snap), t.domain.name),  # type: ignore[arg-type]
+    )
+    assert isinstance(best.found, Candidate)
+    best.found.name = f"{best.found.name} in {best.domain.name}"
+    return best.found, tried
+
+
+def _rank(found: Candidate, snap: Snapshot) -> tuple[object, ...]:
+    named = ((pod, snap.nodes[node].name) for pod, node in found.placements)
+    return ranking(found.cost, kept_nominations(named))
+
+
+def _candidate_domains(cls: ConstraintClass, key: str, snap: Snapshot) -> list[Domain]:
+    split = partition(snap, key)
+    pinned = {
+        split.domain_of(snap.index[pod.node_name])
+        for pod in cls.bound
+        if pod.node_name is not None and pod.node_name in snap.index
+    }
+    if pinned:
+        return [d for d in pinned if d is not None][:1] if len(pinned) == 1 else []
+    return list(split.domains)
+
+
+def _order(
+    *,
+    gang: Gang,
+    domains: Sequence[Domain],
+    base: Problem,
+    snap: Snapshot,
+    cls: ConstraintClass,
+    key: str,
+) -> list[Domain]:
+    """The nominated domain first, then upstream's choice (every victim removed, the
+    best-scored domain), then the domains with fewest potential victim pods."""
+    first: list[Domain] = []
+    nominated = {
+        snap.index[pod.nominated_node_name]
+        for pod in cls.pending
+        if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
+    }
+    for domain in domains:
+        if any(domain.mask[n] for n in nominated):
+            first.append(domain)
+            break
+    upstream = _upstream_choice(gang, base, snap, key, domains)
+    if upstream is not None and upstream not in first:
+        first.append(upstream)
+    victims_in = np.zeros(len(snap), dtype=np.int64)
+    for unit in base.table.units:
+        for _, node in unit.placed:
+            victims_in[node] += 1
+    rest = sorted(
+        (d for d in domains if d not in first),
+        key=lambda d: (int(victims_in[d.nodes].sum()), d.name),
+    )
+    return [*first, *rest]
+
+
+def _upstream_choice(
+    gang: Gang, base: Problem, snap: Snapshot, key: str, domains: Sequence[Domain]
+) -> Domain | None:
+    """The domain upstream's TAS preemption picks: every lower-priority pod removed, the
+    best-scored feasible placement."""
+    mark = snap.checkpoint()
+    try:
+        for unit in base.table.units:
+            for pod, node in unit.placed:
+                snap.remove_at(pod, node)
+        result = TopologyPlacer(base.framework, base.placer.config).place(gang, snap)
+    finally:
+        snap.rollback(mark)
+    report = result.topology
+    if result.code is not Code.SUCCESS or report is None or report.key != key:
+        return None
+    return next((d for d in domains if d.value == report.value), None)
+
+
+def _domain_table(table: VictimTable, mask: BoolVector) -> VictimTable:
+    """The victims holding capacity in the domain (an All-mode group whole), re-indexed."""
+    chosen = [u for u in table.units if any(mask[node] for node in u.nodes)]
+    copies = {id(u): replace(u, index=i) for i, u in enumerate(chosen)}
+    owners, nodes, requests = [], [], []
+    for owner, node, request in zip(table.owners, table.nodes, table.requests, strict=True):
+        copy = copies.get(id(owner))
+        if copy is not None:
+            owners.append(copy)
+            nodes.append(node)
+            requests.append(request)
+    return VictimTable(list(copies.values()), owners, nodes, requests)
+
+
+# ------------------------------------------------------------------------ exact search
+def exact_search(
+    problem: Problem, domain: Domain, config: TopologyPreemptionConfig
+) -> Candidate | None:
+    """The cheapest verified victim set in the domain, by best-first search over sets in
+    cost order; None when the budget ran out first (the heuristics' answer stands)."""
+    units = problem.units
+    full = problem.verify(units, "exact", problem.potential_pods)
+    if full is None:
+        return None
+    floor = full.cost.unplaced  # nothing places more members than removing every victim
+    snap = problem.snap
+    pending = problem.gang.pending
+    target = len(pending) - floor
+    wants = np.sort(np.stack([snap.vector(p) for p in pending]), axis=0)[:target].sum(axis=0)
+    free = np.clip(snap.allocatable[domain.nodes] - snap.requested[domain.nodes], 0, None)
+    free_total = free.sum(axis=0)
+    in_domain = {int(n) for n in domain.nodes}
+    freed = [
+        sum(
+            (snap.vector(pod) for pod, node in unit.placed if node in in_domain),
+            np.zeros_like(free_total),
+        )
+        for unit in units
+    ]
+    budgets: BudgetIndex = problem.budgets
+
+    def lower_bound(chosen: tuple[int, ...]) -> Cost:
+        return victim_cost((units[i] for i in chosen), floor, budgets)
+
+    heap: list[tuple[Cost, tuple[int, ...]]] = [(lower_bound(()), ())]
+    verifications = expansions = 0
+    seen: set[tuple[int, ...]] = set()
+    while heap:
+        _, chosen = heapq.heappop(heap)
+        if chosen in seen:
+            continue
+        seen.add(chosen)
+        expansions += 1
+        if expansions > config.exact_expansions:
+            return None
+        release = sum((freed[i] for i in chosen), np.zeros_like(free_total))
+        if chosen and bool(np.all(free_total + release >= wants)):
+            verifications += 1
+            if verifications > config.exact_verifications:
+                return None
+            found = problem.verify([units[i] for i in chosen], "exact", problem.potential_pods)
+            if found is not None and found.cost.unplaced == floor:
+                return found
+        start = chosen[-1] + 1 if chosen else 0
+        for i in range(start, len(units)):
+            grown = (*chosen, i)
+            heapq.heappush(heap, (lower_bound(grown), grown))
+    return None

@@ -1,0 +1,92 @@
+"""Candidate domains: the nodes grouped by the value of a topology label.
+
+One candidate per value, as upstream's TopologyPlacementGenerator; nodes without the label
+belong to no domain and are never used by a constrained gang. The grouping depends on node
+labels only, so it is cached in the snapshot until labels or the node set change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gangsched.core.framework import IndexVector
+from gangsched.core.snapshot import BoolVector, Snapshot
+
+#: Per-node domain index where a node has no value for the key.
+NO_DOMAIN = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """One value of one label (or of two, when a preferred level refines a required one).
+
+    `key` and `value` are what users see; `within` is the required level's value when this
+    domain is a preferred-level domain inside it."""
+
+    key: str
+    value: str
+    nodes: IndexVector
+    mask: BoolVector
+    within: tuple[str, str] | None = None
+
+    @property
+    def name(self) -> str:
+        if self.within is None:
+            return f"{self.key}={self.value}"
+        return f"{self.within[0]}={self.within[1]}/{self.key}={self.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """Every domain of one level, and each node's domain index (NO_DOMAIN: none)."""
+
+    domains: tuple[Domain, ...]
+    of_node: IndexVector
+
+    def domain_of(self, node: int) -> Domain | None:
+        index = int(self.of_node[node])
+        return None if index == NO_DOMAIN else self.domains[index]
+
+
+def partition(snap: Snapshot, key: str, within: str | None = None) -> Partition:
+    """The domains of label `key`, split by the value of `within` too when given (a
+    preferred level inside a required one: a preferred domain never crosses a required one).
+    Domains come in value order, so every order derived from them is deterministic."""
+    cached: Partition = snap.cached_mask(
+        "TopologyDomains", (key, within), lambda: _compute(snap, key, within)
+    )
+    return cached
+
+
+def _compute(snap: Snapshot, key: str, within: str | None) -> Partition:
+    values: dict[tuple[str, str], list[int]] = {}
+    for index, node in enumerate(snap.nodes):
+        value = node.labels.get(key)
+        if value is None:
+            continue
+        outer = ""
+        if within is not None:
+            found = node.labels.get(within)
+            if found is None:
+                continue
+            outer = found
+        values.setdefault((outer, value), []).append(index)
+    of_node = np.full(len(snap), NO_DOMAIN, dtype=np.intp)
+    domains: list[Domain] = []
+    for position, ((outer, value), members) in enumerate(sorted(values.items())):
+        nodes = np.array(members, dtype=np.intp)
+        mask = np.zeros(len(snap), dtype=np.bool_)
+        mask[nodes] = True
+        of_node[nodes] = position
+        domains.append(
+            Domain(
+                key=key,
+                value=value,
+                nodes=nodes,
+                mask=mask,
+                within=(within, outer) if within is not None else None,
+            )
+        )
+    return Partition(domains=tuple(domains), of_node=of_node)

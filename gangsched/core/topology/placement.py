@@ -1,0 +1,474 @@
+"""Place a constrained gang inside the tightest domain that holds it (issue 14).
+
+Upstream's three phases (KEP-5732), made exact where it is cheap:
+
+1. generate one candidate per value of the label among the nodes (only the bound members'
+   domain once some are bound; members bound in two domains are an error on the PodGroup);
+2. run the real gang cycle (bounded search, volumes, DRA, nominated nodes included) with the
+   members confined to the candidate's nodes;
+3. take the tightest feasible candidate: MostAllocated over the domain after placing, then
+   pods placed, then the domain name (deterministic, where upstream breaks ties at random),
+   so that big domains stay whole for big gangs, like Kueue's BestFit.
+
+A cheap capacity bound per domain (free slots for the members, and the resources the domain
+has at all) orders the candidates and gives an upper bound on each one's score: once a
+feasible domain beats every remaining bound the search stops, so the answer is the true
+tightest domain without running the cycle on all of them. A budget (upstream's adaptive
+percentage of placements, and a cap on cycle runs) bounds the work on huge clusters, and the
+domain holding the members' nominated nodes goes first and wins at once when it fits (a
+later cycle of a gang that preempted stays where its victims are leaving).
+
+Preferred levels are tried first, finest first; when no domain of a level fits, the next
+level is tried, up to the required one (or the whole cluster when nothing is required).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember, GangPlacer
+from gangsched.core.framework import Framework
+from gangsched.core.model import GroupRef, Pod
+from gangsched.core.resources import PODS
+from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.status import Code
+from gangsched.core.topology.domain_filter import confined, is_domain_reason
+from gangsched.core.topology.domains import Domain, partition
+from gangsched.core.topology.report import FEASIBLE, INFEASIBLE, DomainTrial, TopologyReport
+from gangsched.core.topology.request import TopologyRequest
+
+TOO_SMALL = "too-small"
+LACKS = "lacks"
+NOT_EVALUATED = "not-evaluated"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyConfig:
+    #: Real cycle runs spent on candidate domains per gang attempt at most.
+    max_evaluations: int = 32
+    #: Stop after this percentage of the candidates proved feasible (0: upstream's adaptive
+    #: default, max(5, 100 - nodes*9/500) percent; at least one).
+    percentage_of_domains: int = 0
+    #: Resources and weights of the domain score (MostAllocated over the domain); resources
+    #: the gang requests beyond these count with weight 1.
+    resources: Mapping[str, float] = field(default_factory=lambda: {"cpu": 1.0, "memory": 1.0})
+
+    def feasible_limit(self, candidates: int, nodes: int) -> int:
+        percentage = self.percentage_of_domains or max(5, 100 - nodes * 9 // 500)
+        return max(1, candidates * min(percentage, 100) // 100)
+
+
+@dataclass(slots=True)
+class ConstraintClass:
+    """The parts of a gang that share one constraint: they share one domain."""
+
+    request: TopologyRequest
+    parts: list[GangMember]
+
+    @property
+    def refs(self) -> list[GroupRef]:
+        return [part.group.ref for part in self.parts]
+
+    @property
+    def pending(self) -> list[Pod]:
+        return [pod for part in self.parts for pod in part.pending]
+
+    @property
+    def bound(self) -> list[Pod]:
+        return [pod for part in self.parts for pod in part.bound]
+
+    @property
+    def need(self) -> int:
+        """Pending members that must be placed: up to minMember, and at least one."""
+        short = sum(max(0, p.group.min_member - p.quorum_bound) for p in self.parts)
+        return max(short, 1)
+
+
+def constraint_classes(gang: Gang) -> list[ConstraintClass]:
+    """Parts grouped by their constraint (unconstrained parts are in none)."""
+    classes: dict[TopologyRequest, ConstraintClass] = {}
+    for part in gang.parts:
+        request = part.group.topology
+        if request is None:
+            continue
+        key = TopologyRequest(request.required, request.preferred)  # origin aside
+        classes.setdefault(key, ConstraintClass(request, [])).parts.append(part)
+    return list(classes.values())
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A domain per constraint class (None: unconfined for that class)."""
+
+    domains: tuple[Domain | None, ...]
+    bound_score: float
+    bound_pods: int
+
+    @property
+    def name(self) -> str:
+        return _name(self.domains)
+
+    def order(self) -> tuple[float, int, str]:
+        return (-self.bound_score, -self.bound_pods, self.name)
+
+
+class TopologyPlacer(GangPlacer):
+    """The gang cycle, honouring the gang's topology constraint when it has one."""
+
+    def __init__(
+        self,
+        framework: Framework,
+        config: CycleConfig | None = None,
+        topology: TopologyConfig | None = None,
+    ) -> None:
+        super().__init__(framework, config)
+        self.topology = topology or TopologyConfig()
+
+    def place(self, gang: Gang, snap: Snapshot) -> CycleResult:
+        classes = constraint_classes(gang)
+        if not classes:
+            return super().place(gang, snap)
+        report = TopologyReport(request="; ".join(c.request.describe() for c in classes))
+        result = self._place(gang, snap, classes, report)
+        result.topology = report
+        return result
+
+    # ------------------------------------------------------------------------ the search
+    def _place(
+        self, gang: Gang, snap: Snapshot, classes: list[ConstraintClass], report: TopologyReport
+    ) -> CycleResult:
+        levels = max(len(c.request.levels) for c in classes)
+        last_failure: CycleResult | None = None
+        summaries: list[str] = []
+        for stage in range(levels):
+            level_keys = [c.request.levels[min(stage, len(c.request.levels) - 1)] for c in classes]
+            options: list[list[Domain | None]] = []
+            pinned_error: str | None = None
+            for cls, key in zip(classes, level_keys, strict=True):
+                domains, error = self._domains(cls, key, snap)
+                if error is not None and key == cls.request.required:
+                    pinned_error = error
+                options.append(domains)
+            if pinned_error is not None:
+                return CycleResult(Code.ERROR, message=pinned_error)
+            if any(not domains for domains in options):
+                summaries.append(_no_domain_message(classes, level_keys, options))
+                continue
+            result = self._search(gang, snap, classes, options, report)
+            if result.code is not Code.UNSCHEDULABLE:
+                return result
+            last_failure = result
+            summaries.append(result.message)
+        return _unschedulable(gang, summaries, last_failure)
+
+    def _domains(
+        self, cls: ConstraintClass, key: str | None, snap: Snapshot
+    ) -> tuple[list[Domain | None], str | None]:
+        """The candidate domains of one class at one level, pinned by bound members."""
+        if key is None:
+            return [None], None
+        within = cls.request.required if cls.request.required not in (None, key) else None
+        split = partition(snap, key, within)
+        bound_nodes = [snap.index.get(pod.node_name or "") for pod in cls.bound]
+        if not bound_nodes:
+            return list(split.domains), None
+        found: set[str] = set()
+        pinned: Domain | None = None
+        for pod, node in zip(cls.bound, bound_nodes, strict=True):
+            domain = None if node is None else split.domain_of(node)
+            if domain is None:
+                return [], (
+                    f"topology: member {pod.key} of pod group "
+                    f"{', '.join(str(r) for r in cls.refs)} is bound to node {pod.node_name}, "
+                    f"which has no {key} label"
+                )
+            found.add(domain.name)
+            pinned = domain
+        if len(found) > 1:
+            return [], (
+                f"topology: members of pod group {', '.join(str(r) for r in cls.refs)} are bound "
+                f"in {len(found)} domains of {key} ({', '.join(sorted(found))}); "
+                "more than 1 domain found for the pod group"
+            )
+        return [pinned], None
+
+    def _search(
+        self,
+        gang: Gang,
+        snap: Snapshot,
+        classes: list[ConstraintClass],
+        options: list[list[Domain | None]],
+        report: TopologyReport,
+    ) -> CycleResult:
+        bounds = [
+            [_bound(cls, domain, snap, self.topology) for domain in domains]
+            for cls, domains in zip(classes, options, strict=True)
+        ]
+        candidates: list[_Candidate] = []
+        combos = list(itertools.product(*[range(len(d)) for d in options]))
+        report.generated += len(combos)
+        for combo in combos:
+            domains = tuple(options[c][i] for c, i in enumerate(combo))
+            parts = [bounds[c][i] for c, i in enumerate(combo)]
+            short = [
+                b for b, cls in zip(parts, classes, strict=True) if b.lacks or b.pods < cls.need
+            ]
+            if short:
+                outcome = LACKS if short[0].lacks else TOO_SMALL
+                report.trials.append(DomainTrial(_name(domains), outcome, short[0].describe()))
+                continue
+            candidates.append(
+                _Candidate(
+                    domains=domains,
+                    bound_score=sum(b.score for b in parts),
+                    bound_pods=sum(b.pods for b in parts),
+                )
+            )
+        candidates.sort(key=_Candidate.order)
+        nominated = _nominated(classes, candidates, snap)
+        if nominated is not None:
+            candidates.remove(nominated)
+            candidates.insert(0, nominated)
+        nodes = sum(
+            len(d.nodes) if d is not None else len(snap) for c in candidates for d in c.domains
+        )
+        feasible_limit = self.topology.feasible_limit(len(candidates), nodes)
+        mark = snap.checkpoint()
+        best: tuple[tuple[float, int, str], _Candidate, CycleResult] | None = None
+        assumed: _Candidate | None = None  # whose placement is assumed in the snapshot now
+        first_failure: CycleResult | None = None
+        evaluations = feasible = 0
+        for position, candidate in enumerate(candidates):
+            if best is not None and candidate.order() >= best[0]:
+                _skip(report, candidates[position:], "a tighter feasible domain was found")
+                break
+            if evaluations >= self.topology.max_evaluations or feasible >= feasible_limit:
+                _skip(report, candidates[position:], "the evaluation budget was spent")
+                break
+            if assumed is not None:
+                snap.rollback(mark)
+                assumed = None
+            evaluations += 1
+            started = time.perf_counter()
+            result = self._placer(classes, candidate).place(gang, snap)
+            seconds = time.perf_counter() - started
+            if result.code is Code.SUCCESS:
+                feasible += 1
+                score = _score(classes, candidate, result, snap, self.topology)
+                placed = len(result.placements)
+                report.trials.append(
+                    DomainTrial(candidate.name, FEASIBLE, "", score, placed, seconds)
+                )
+                key = (-score, -placed, candidate.name)
+                assumed = candidate
+                if best is None or key < best[0]:
+                    best = (key, candidate, result)
+                if candidate is nominated:
+                    break  # upstream: the nominated placement wins at once when it fits
+                continue
+            snap.rollback(mark)
+            if result.code is not Code.UNSCHEDULABLE:
+                return result  # an error or a wait concerns the gang, not the domain
+            report.trials.append(
+                DomainTrial(candidate.name, INFEASIBLE, _reason(result), None, 0, seconds)
+            )
+            if first_failure is None:
+                first_failure = result
+        if best is None:
+            failure = first_failure or CycleResult(Code.UNSCHEDULABLE)
+            failure.message = _level_message(classes, options, report)
+            return failure
+        _, chosen, result = best
+        if assumed is not chosen:
+            snap.rollback(mark)
+            result = self._placer(classes, chosen).place(gang, snap)
+        known = [d for d in chosen.domains if d is not None]
+        if known:
+            report.key, report.value = known[0].key, known[0].value
+        return result
+
+    def _placer(self, classes: Sequence[ConstraintClass], candidate: _Candidate) -> GangPlacer:
+        masks: dict[GroupRef, BoolVector] = {}
+        names: dict[GroupRef, str] = {}
+        for cls, domain in zip(classes, candidate.domains, strict=True):
+            if domain is None:
+                continue
+            for ref in cls.refs:
+                masks[ref] = domain.mask
+                names[ref] = domain.name
+        if not masks:
+            return GangPlacer(self.framework, self.config)
+        return GangPlacer(confined(self.framework, masks, names), self.config)
+
+
+def _name(domains: Sequence[Domain | None]) -> str:
+    return " + ".join(d.name if d is not None else "(whole cluster)" for d in domains)
+
+
+@dataclass(slots=True)
+class _Bound:
+    """Upper bounds for one class in one domain, from capacity alone."""
+
+    pods: int
+    score: float
+    #: A resource the members request that no node of the domain has.
+    lacks: str = ""
+
+    def describe(self) -> str:
+        if self.lacks:
+            return f"lacks {self.lacks}"
+        return f"too small: at most {self.pods} pod(s) fit by free capacity"
+
+
+def _weights(cls: ConstraintClass, snap: Snapshot, config: TopologyConfig) -> dict[int, float]:
+    weights = {snap.columns[n]: w for n, w in config.resources.items() if n in snap.columns}
+    for pod in cls.pending:
+        for name in pod.requests:
+            col = snap.columns.get(name)
+            if col is not None and col not in weights and name != PODS:
+                weights[col] = 1.0
+    return weights
+
+
+def _bound(
+    cls: ConstraintClass, domain: Domain | None, snap: Snapshot, config: TopologyConfig
+) -> _Bound:
+    pending = cls.pending
+    if not pending:
+        return _Bound(pods=0, score=0.0)
+    vectors = [snap.vector(pod) for pod in pending]  # first: it may add a resource column
+    rows = domain.nodes if domain is not None else slice(None)
+    free = np.clip(snap.allocatable[rows] - snap.requested[rows], 0, None)
+    alloc_total = snap.allocatable[rows].sum(axis=0)
+    asked = np.stack(vectors)
+    for name, col in snap.columns.items():
+        if asked[:, col].any() and alloc_total[col] == 0:
+            return _Bound(pods=0, score=0.0, lacks=name)
+    # Slots per distinct request: how many such pods the domain's free capacity holds.
+    pods = 0
+    for vector, count in Counter(v.tobytes() for v in vectors).items():
+        request = np.frombuffer(vector, dtype=np.int64)
+        cols = np.flatnonzero(request)
+        slots = (free[:, cols] // request[cols]).min(axis=1).sum() if len(cols) else count
+        pods += min(count, int(slots))
+    weights = _weights(cls, snap, config)
+    used = snap.requested[rows].sum(axis=0) + asked.sum(axis=0)
+    return _Bound(pods=pods, score=_most_allocated(used, alloc_total, weights))
+
+
+def _most_allocated(used: np.ndarray, alloc: np.ndarray, weights: Mapping[int, float]) -> float:
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    score = 0.0
+    for col, weight in weights.items():
+        if alloc[col] > 0:
+            score += weight * min(float(used[col]) / float(alloc[col]), 1.0)
+    return round(100.0 * score / total, 6)
+
+
+def _score(
+    classes: Sequence[ConstraintClass],
+    candidate: _Candidate,
+    result: CycleResult,
+    snap: Snapshot,
+    config: TopologyConfig,
+) -> float:
+    """MostAllocated over each class's domain with the placement assumed, summed."""
+    total = 0.0
+    for cls, domain in zip(classes, candidate.domains, strict=True):
+        rows = domain.nodes if domain is not None else slice(None)
+        used = snap.requested[rows].sum(axis=0)
+        alloc = snap.allocatable[rows].sum(axis=0)
+        total += _most_allocated(used, alloc, _weights(cls, snap, config))
+    return round(total, 6)
+
+
+def _nominated(
+    classes: Sequence[ConstraintClass], candidates: Sequence[_Candidate], snap: Snapshot
+) -> _Candidate | None:
+    """The candidate holding the members' nominated nodes (a previous preemption's choice)."""
+    nodes = {
+        snap.index[pod.nominated_node_name]
+        for cls in classes
+        for pod in cls.pending
+        if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
+    }
+    if not nodes:
+        return None
+    for candidate in candidates:
+        if all(
+            domain is None or any(domain.mask[n] for n in nodes) for domain in candidate.domains
+        ):
+            return candidate
+    return None
+
+
+def _skip(report: TopologyReport, rest: Sequence[_Candidate], why: str) -> None:
+    for candidate in rest:
+        report.trials.append(DomainTrial(candidate.name, NOT_EVALUATED, why))
+
+
+def _reason(result: CycleResult) -> str:
+    """The most common reason the failing member fit nowhere in the domain."""
+    if result.diagnosis is not None:
+        fit = result.diagnosis.fit
+        if fit.pre_filter:
+            return fit.pre_filter
+        reasons = [(n, r) for r, n in fit.reasons.items() if not is_domain_reason(r)]
+        if reasons:
+            return max(reasons, key=lambda item: (item[0], item[1]))[1]
+    return "the members do not fit together"
+
+
+def _level_message(
+    classes: Sequence[ConstraintClass],
+    options: Sequence[Sequence[Domain | None]],
+    report: TopologyReport,
+) -> str:
+    """One line per class of failure: "3 domains too small (r1, r2, r3); 2 domains: ..."."""
+    keys = sorted({d.key for domains in options for d in domains if d is not None})
+    names = {d.name for domains in options for d in domains if d is not None}
+    by_reason: dict[str, list[str]] = {}
+    for trial in report.trials:
+        if trial.outcome == FEASIBLE or not (set(trial.domain.split(" + ")) & names):
+            continue
+        text = trial.reason if trial.outcome != NOT_EVALUATED else f"not evaluated ({trial.reason})"
+        by_reason.setdefault(text, []).append(trial.domain)
+    total = len(names)
+    parts = []
+    for text, domains in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])):
+        shown = ", ".join(domains[:3]) + (
+            f" and {len(domains) - 3} more" if len(domains) > 3 else ""
+        )
+        noun = "domain" if len(domains) == 1 else "domains"
+        parts.append(f"{len(domains)} {noun} {text} ({shown})")
+    pods = sum(len(c.pending) for c in classes)
+    return (
+        f"topology: no domain of {', '.join(keys)} fits the group ({total} candidate(s), "
+        f"{pods} pending pod(s)): " + "; ".join(parts)
+    )
+
+
+def _no_domain_message(
+    classes: Sequence[ConstraintClass],
+    keys: Sequence[str | None],
+    options: Sequence[Sequence[Domain | None]],
+) -> str:
+    missing = [key for key, domains in zip(keys, options, strict=True) if not domains]
+    return f"topology: no node has the label {', '.join(str(k) for k in missing)}"
+
+
+def _unschedulable(
+    gang: Gang, summaries: Sequence[str], failure: CycleResult | None
+) -> CycleResult:
+    result = failure or CycleResult(Code.UNSCHEDULABLE)
+    result.code = Code.UNSCHEDULABLE
+    result.message = "; then ".join(summaries) if summaries else "topology: no candidate domain"
+    return result

@@ -1,0 +1,198 @@
+"""Domain placement: candidates, tightest feasible domain, pinning, preferred levels, messages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.model import Node, PodGroup
+from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.topology.placement import TopologyConfig
+from gangsched.core.topology.request import TopologyRequest
+from tests.builders import cluster, gang_pods, group, node, pod
+
+RACK = "example.com/rack"
+ZONE = "example.com/zone"
+
+
+def racks(layout: dict[str, int], cpu: int = 2, **labels: str) -> list[Node]:
+    """Nodes r<rack>-<i> with `cpu` CPUs each, labelled with their rack."""
+    return [
+        node(f"{rack}-{i}", cpu, labels={RACK: rack, **labels})
+        for rack, count in layout.items()
+        for i in range(count)
+    ]
+
+
+def constrained(name: str, min_member: int, **request: object) -> PodGroup:
+    g = group(name, min_member)
+    g.topology = TopologyRequest(**request)  # type: ignore[arg-type]
+    return g
+
+
+def rack_of(state: ClusterState, pod_key: str) -> str:
+    placed = state.pods[pod_key]
+    assert placed.node_name is not None, pod_key
+    return next(n for n in state.snapshot.nodes if n.name == placed.node_name).labels[RACK]
+
+
+def run(state: ClusterState) -> Scheduler:
+    sched = Scheduler(state)
+    sched.enqueue_pending()
+    while sched.step(now=0.0) is not None:
+        pass
+    return sched
+
+
+def test_upstream_tas_case_picks_the_most_allocated_rack() -> None:
+    """k/k tas_test.go: racks of 2, 3, 3 and 1 nodes of 2 CPU with 0, 2 and 1 CPU in use;
+    a 3 x 1 CPU gang goes to rack2 (5/6 allocated after placing, the highest)."""
+    nodes = racks({"rack1": 2, "rack2": 3, "rack3": 3, "rack4": 1})
+    load = [
+        pod("busy-2", 2, memory=None, node_name="rack2-0"),
+        pod("busy-3", 1, memory=None, node_name="rack3-0"),
+    ]
+    members = gang_pods("g", 3, memory=None)
+    state = cluster(nodes, [*load, *members], [constrained("g", 3, required=RACK)])
+    sched = Scheduler(state)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result == SCHEDULED
+    assert {rack_of(state, p.key) for p in members} == {"rack2"}
+
+
+def test_every_member_in_one_domain_even_when_spreading_would_fit() -> None:
+    nodes = racks({"a": 2, "b": 2})  # 4 CPU per rack, 8 in all
+    members = gang_pods("g", 5, memory=None)
+    state = cluster(nodes, members, [constrained("g", 5, required=RACK)])
+    run(state)
+    assert all(state.pods[p.key].node_name is None for p in members)
+
+
+def test_unschedulable_message_names_domain_classes() -> None:
+    nodes = [
+        *racks({"a": 1, "b": 1, "c": 1}),
+        *[node(f"g{i}", 8, labels={RACK: f"gpu{i}"}) for i in range(2)],
+    ]
+    members = gang_pods("g", 2, memory=None, extra={"nvidia.com/gpu": 1})
+    state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
+    sched = Scheduler(state)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result != SCHEDULED
+    assert "topology: no domain of example.com/rack fits the group" in report.message
+    assert "5 domains lacks nvidia.com/gpu" in report.message
+
+
+def test_too_small_domains_are_reported_with_their_capacity() -> None:
+    nodes = racks({"a": 1, "b": 1})
+    members = gang_pods("g", 3, memory=None)
+    state = cluster(nodes, members, [constrained("g", 3, required=RACK)])
+    sched = Scheduler(state)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert "2 domains too small: at most 2 pod(s) fit by free capacity" in report.message
+
+
+def test_nodes_without_the_label_are_never_used() -> None:
+    nodes = [node("bare", 8), *racks({"a": 1})]
+    members = gang_pods("g", 2, memory=None)
+    state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
+    run(state)
+    assert {state.pods[p.key].node_name for p in members} == {"a-0"}
+
+
+def test_no_labelled_node_says_so() -> None:
+    members = gang_pods("g", 1, memory=None)
+    state = cluster([node("bare", 8)], members, [constrained("g", 1, required=RACK)])
+    sched = Scheduler(state)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert "no node has the label example.com/rack" in report.message
+
+
+def test_bound_members_pin_the_domain() -> None:
+    nodes = racks({"a": 2, "b": 3})
+    bound = replace(pod("g-0", memory=None, group="g", node_name="b-0"))
+    pending = gang_pods("g", 3, memory=None, start=1.0)[1:]
+    state = cluster(nodes, [bound, *pending], [constrained("g", 2, required=RACK)])
+    run(state)
+    assert {rack_of(state, p.key) for p in pending} == {"b"}
+
+
+def test_bound_members_in_two_domains_are_an_error() -> None:
+    nodes = racks({"a": 2, "b": 2})
+    bound = [
+        pod("g-0", memory=None, group="g", node_name="a-0"),
+        pod("g-1", memory=None, group="g", node_name="b-0"),
+    ]
+    pending = [pod("g-2", memory=None, group="g", created=2.0)]
+    state = cluster(nodes, [*bound, *pending], [constrained("g", 3, required=RACK)])
+    sched = Scheduler(state)
+    report = sched.schedule(sched.gang(pending[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result == "error"
+    assert "bound in 2 domains of example.com/rack (example.com/rack=a, example.com/rack=b)" in (
+        report.message
+    )
+
+
+def test_preferred_level_first_then_required() -> None:
+    nodes = [
+        *racks({"r1": 1, "r2": 1}, cpu=2, **{ZONE: "z1"}),
+        *racks({"r3": 2}, cpu=2, **{ZONE: "z2"}),
+    ]
+    # 3 pods: no rack of z1 holds them, rack r3 (z2) does: preferred rack wins over zone z1.
+    members = gang_pods("g", 3, memory=None)
+    state = cluster(nodes, members, [constrained("g", 3, required=ZONE, preferred=(RACK,))])
+    run(state)
+    assert {rack_of(state, p.key) for p in members} == {"r3"}
+    # 4 pods fit no rack: climb to the zone level (z1 or z2 hold 4 CPU each).
+    more = gang_pods("h", 4, memory=None)
+    state = cluster(nodes, more, [constrained("h", 4, required=ZONE, preferred=(RACK,))])
+    run(state)
+    zones = {
+        next(n for n in state.snapshot.nodes if n.name == state.pods[p.key].node_name).labels[ZONE]
+        for p in more
+    }
+    assert len(zones) == 1
+
+
+def test_preferred_alone_falls_back_to_the_whole_cluster() -> None:
+    nodes = racks({"a": 1, "b": 1})
+    members = gang_pods("g", 3, memory=None)
+    state = cluster(nodes, members, [constrained("g", 3, preferred=(RACK,))])
+    run(state)
+    assert all(state.pods[p.key].node_name for p in members)
+
+
+def test_nominated_domain_is_evaluated_first() -> None:
+    nodes = racks({"a": 2, "b": 2})
+    busy = pod("busy", 2, memory=None, node_name="a-0")  # rack a is tighter
+    members = [replace(p, nominated_node_name="b-0") for p in gang_pods("g", 2, memory=None)]
+    state = cluster(nodes, [busy, *members], [constrained("g", 2, required=RACK)])
+    run(state)
+    assert {rack_of(state, p.key) for p in members} == {"b"}
+
+
+def test_budget_bounds_the_evaluations() -> None:
+    nodes = racks({f"r{i:02}": 1 for i in range(40)})
+    members = gang_pods("g", 2, memory=None, extra={"example.com/special": 1})
+    state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
+    sched = Scheduler(state)
+    sched.config.topology = TopologyConfig(max_evaluations=3)
+    sched.placer.topology = sched.config.topology  # type: ignore[attr-defined]
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result != SCHEDULED
+    assert "lacks example.com/special" in report.message
+
+
+def test_tightest_feasible_domain_is_found_without_evaluating_all() -> None:
+    # Ten racks; r3 is the fullest. Only one evaluation is needed: its bound beats all others.
+    nodes = racks({f"r{i}": 2 for i in range(10)})
+    load = [pod("busy", 2, memory=None, node_name="r3-0")]
+    members = gang_pods("g", 2, memory=None)
+    state = cluster(nodes, [*load, *members], [constrained("g", 2, required=RACK)])
+    sched = Scheduler(state)
+    gang = sched.gang(members[0].group)  # type: ignore[arg-type]
+    result = sched.placer.place(gang, state.snapshot)
+    assert result.topology is not None
+    assert (result.topology.key, result.topology.value) == (RACK, "r3")
+    assert len(result.topology.evaluations) == 1
+
+
