@@ -194,5 +194,3 @@ def test_tightest_feasible_domain_is_found_without_evaluating_all() -> None:
     assert result.topology is not None
     assert (result.topology.key, result.topology.value) == (RACK, "r3")
     assert len(result.topology.evaluations) == 1
-
-
