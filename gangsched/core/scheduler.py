@@ -38,6 +38,7 @@ from gangsched.core.queue import SchedulingQueue
 from gangsched.core.queue_order import queue_position
 from gangsched.core.status import Code
 from gangsched.core.topology.placement import TopologyConfig, TopologyPlacer
+from gangsched.core.topology.report import TopologyReport
 
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
@@ -96,6 +97,8 @@ class CycleReport:
     attempts: int = 1
     #: Seconds spent placing the gang (the cycle alone, without preemption).
     algorithm_seconds: float = 0.0
+    #: Domains tried and chosen, for a topology-constrained gang (issue 14).
+    topology: TopologyReport | None = None
 
     @property
     def bound(self) -> list[Bind]:
@@ -227,6 +230,7 @@ class Scheduler:
         report = self._outcome(gang, result, mark, now)
         report.attempts = attempts
         report.algorithm_seconds = algorithm_seconds
+        report.topology = result.topology
         return report
 
     def _outcome(self, gang: Gang, result: CycleResult, mark: int, now: float) -> CycleReport:

@@ -140,6 +140,25 @@ class Metrics:
             "1 while this replica holds the leader lease.",
             registry=r,
         )
+        # Topology-aware placement (KEP-5732's beta metric names).
+        self.generated_placements = Counter(
+            "scheduler_generated_placements_total",
+            "Candidate topology domains (placements) generated for constrained PodGroups.",
+            registry=r,
+        )
+        self.placement_evaluations = Counter(
+            "scheduler_placement_evaluations_total",
+            "Candidate topology domains the PodGroup cycle ran on, by result.",
+            ["result"],
+            registry=r,
+        )
+        self.placement_evaluation_duration = Histogram(
+            "scheduler_placement_evaluation_duration_seconds",
+            "Duration of the PodGroup cycle on one candidate topology domain, by result.",
+            ["result"],
+            buckets=latency,
+            registry=r,
+        )
         self.cycle_strategy = Counter(
             "gangsched_cycle_placements_total",
             "Successful gang placements by the search that found them.",
@@ -180,6 +199,8 @@ class Metrics:
             self.podgroup_attempts.labels(result)
         for result in ("started", "cannot_help"):
             self.preemption_attempts.labels(result)
+        for result in ("feasible", "infeasible"):
+            self.placement_evaluations.labels(result)
         for cause in ("conflict", "not_found", "other"):
             self.binding_errors.labels(cause)
 

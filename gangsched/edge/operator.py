@@ -339,6 +339,11 @@ class Operator:
             m.schedule_attempts.labels(result, self.config.schedulerName).inc(len(report.pods))
         if report.result == SCHEDULED and report.strategy:
             m.cycle_strategy.labels(report.strategy).inc()
+        if report.topology is not None:
+            m.generated_placements.inc(report.topology.generated)
+            for trial in report.topology.evaluations:
+                m.placement_evaluations.labels(trial.outcome).inc()
+                m.placement_evaluation_duration.labels(trial.outcome).observe(trial.seconds)
         if report.preemption is not None:
             outcome = report.preemption
             label = "started" if outcome.started else "cannot_help"
