@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gangsched.core.model import DisruptionMode, Node, Pod, PodGroup
-from gangsched.core.preemption.engine import PreemptionConfig
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import cluster, group, node, pod
 from tests.unit.preemption.drive import BOTH, preempt, preemptor_gang, settle, victims
@@ -110,5 +109,3 @@ def test_nominated_domain_stays_reserved_for_the_next_cycle() -> None:
     rack = {n[0] for n in out.bound.values()}
     assert len(rack) == 1
     assert len(out.evicted) == 2 and {e[0] for e in out.evicted} == rack
-
-

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import GangPlacer
 from gangsched.core.model import DisruptionMode, PodGroup
-from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import build_preemptor
 from gangsched.core.preemption.cost import Cost, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
