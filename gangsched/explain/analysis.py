@@ -134,6 +134,7 @@ def explain(
     out.fits = _scheduling_order(gang, scheduler.framework, cluster.snapshot)
     report = scheduler.schedule(gang, 0.0)
     out.result, out.message = report.result, report.message
+    out.topology = report.topology
     if report.result == SCHEDULED:
         out.placements = {d.pod: d.node for d in report.decisions if isinstance(d, Bind)}
         out.message = f"{out.message}: it fits now and is bound on its next attempt"

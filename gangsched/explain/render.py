@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from gangsched.core.topology.report import TopologyReport
 from gangsched.explain.report import (
     NOTHING_PENDING,
     Explanation,
@@ -84,6 +85,25 @@ def _preemption_lines(view: PreemptionView) -> list[str]:
     return [f"{title}: cannot help -- {view.message.removeprefix('preemption cannot help: ')}"]
 
 
+def _topology_lines(report: TopologyReport, limit: int = 20) -> list[str]:
+    chosen = f"; chosen {report.key}={report.value}" if report.key is not None else ""
+    lines = [f"Topology ({report.request}{chosen}): {report.generated} candidate domain(s)"]
+    rows = [
+        [
+            t.domain,
+            t.outcome,
+            "" if t.score is None else f"{t.score:.1f}",
+            "" if t.score is None else str(t.placed),
+            _one_line(t.reason, 100),
+        ]
+        for t in report.trials[:limit]
+    ]
+    lines += _table(["DOMAIN", "OUTCOME", "SCORE", "PLACED", "WHY"], rows)
+    if len(report.trials) > limit:
+        lines.append(f"  ... and {len(report.trials) - limit} more")
+    return lines
+
+
 def render_table(e: Explanation) -> str:
     out: list[str] = []
     source = "live cluster" if e.source == "cluster" else "manifests"
@@ -130,6 +150,10 @@ def render_table(e: Explanation) -> str:
     if e.placements:
         out.append("  Would bind:")
         out += [f"    {pod} -> {node}" for pod, node in sorted(e.placements.items())]
+
+    if e.topology is not None:
+        out.append("")
+        out += _topology_lines(e.topology)
 
     unplaced = e.unplaced
     if unplaced:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gangsched.core.model import GroupRef
+from gangsched.core.topology.report import TopologyReport
 
 #: The verdict when the gang has no pending member (nothing for the scheduler to do).
 NOTHING_PENDING = "nothing_pending"
@@ -179,6 +180,8 @@ class Explanation:
     notes: list[str] = field(default_factory=list)
     #: "cluster" or "manifests".
     source: str = "manifests"
+    #: The domains the cycle tried, for a topology-constrained gang (issue 14).
+    topology: TopologyReport | None = None
 
     @property
     def unplaced(self) -> list[PodFit]:
@@ -203,4 +206,23 @@ class Explanation:
             "status": self.status,
             "events": self.events,
             "notes": self.notes,
+            "topology": None if self.topology is None else topology_dict(self.topology),
         }
+
+
+def topology_dict(report: TopologyReport) -> dict[str, Any]:
+    return {
+        "constraint": report.request,
+        "chosen": None if report.key is None else {"key": report.key, "value": report.value},
+        "generated": report.generated,
+        "domains": [
+            {
+                "domain": t.domain,
+                "outcome": t.outcome,
+                "reason": t.reason or None,
+                "score": t.score,
+                "placed": t.placed if t.score is not None else None,
+            }
+            for t in report.trials
+        ],
+    }

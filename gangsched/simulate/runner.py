@@ -8,6 +8,7 @@ backoff whenever the cluster changes, so a run is deterministic and instant.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ from gangsched.core.scheduler import (
     Scheduler,
     SchedulerConfig,
 )
+from gangsched.core.topology.domains import shared_domain
+from gangsched.core.topology.request import TopologyRequest
 from gangsched.simulate.volumes import carry_out
 
 #: A run that takes more steps than this is looping; stop and say so rather than hang.
@@ -61,6 +64,9 @@ class GroupSummary:
     #: The status conditions the live scheduler would have written (type, status, reason,
     #: message; scheduling.k8s.io and scheduling.sigs.k8s.io groups).
     conditions: list[dict[str, str]] = field(default_factory=list)
+    #: For a topology-constrained group: the label key and the domain its members run in
+    #: (None while none is placed, or when a preferred-only group spans domains).
+    topology: tuple[str, str | None] | None = None
 
 
 @dataclass(slots=True)
@@ -107,6 +113,11 @@ class SimulationResult:
                     "scheduled": g.scheduled,
                     "message": g.message,
                     **({"conditions": g.conditions} if g.conditions else {}),
+                    **(
+                        {"topology": {"key": g.topology[0], "value": g.topology[1]}}
+                        if g.topology is not None
+                        else {}
+                    ),
                 }
                 for key, g in sorted(self.pod_groups.items())
             },
@@ -306,4 +317,19 @@ def _summarise_groups(
                 {key: str(c.get(key, "")) for key in ("type", "status", "reason", "message")}
                 for c in status.get("conditions") or []
             ],
+            topology=_topology(cluster, group.topology, members),
         )
+
+
+def _topology(
+    cluster: ClusterState, request: TopologyRequest | None, members: Iterable[Pod]
+) -> tuple[str, str | None] | None:
+    if request is None:
+        return None
+    nodes = cluster.snapshot.index
+    labels = [
+        cluster.snapshot.nodes[nodes[pod.node_name]].labels
+        for pod in members
+        if pod.node_name is not None and pod.node_name in nodes and not pod.is_finished
+    ]
+    return shared_domain(request.levels, labels)

@@ -90,3 +90,17 @@ def _compute(snap: Snapshot, key: str, within: str | None) -> Partition:
             )
         )
     return Partition(domains=tuple(domains), of_node=of_node)
+
+
+def shared_domain(
+    levels: tuple[str | None, ...], node_labels: list[dict[str, str]]
+) -> tuple[str, str | None]:
+    """The finest level (of `levels`, finest first) whose label all the given nodes share,
+    and its value; (the required or last named key, None) when they share none (or there
+    are no nodes: nothing placed yet)."""
+    named = [key for key in levels if key is not None]
+    for key in named:
+        values = {labels.get(key) for labels in node_labels}
+        if node_labels and len(values) == 1 and None not in values:
+            return key, values.pop()
+    return named[-1], None

@@ -246,7 +246,11 @@ class TopologyPlacer(GangPlacer):
         evaluations = feasible = 0
         for position, candidate in enumerate(candidates):
             if best is not None and candidate.order() >= best[0]:
-                _skip(report, candidates[position:], "a tighter feasible domain was found")
+                _skip(
+                    report,
+                    candidates[position:],
+                    "its capacity bound cannot beat a feasible domain",
+                )
                 break
             if evaluations >= self.topology.max_evaluations or feasible >= feasible_limit:
                 _skip(report, candidates[position:], "the evaluation budget was spent")
