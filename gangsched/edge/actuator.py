@@ -251,20 +251,14 @@ class Actuator:
             await asyncio.gather(*(self._bind(bind, gang) for bind in binds))
             return
         self.metrics.binding_errors.labels("prebind").inc()
-        plugin = "DynamicResources" if "ResourceClaim" in outcome.reason else "VolumeBinding"
-        message = f'running PreBind plugin "{plugin}": {outcome.reason}'
+        message = (
+            f'running PreBind plugin "{outcome.plugin}": {outcome.reason}'
+            if outcome.plugin
+            else outcome.reason
+        )
         log.warning("pre-bind failed; retrying the group", group=gang.key, reason=outcome.reason)
-        book = self.scheduler.cluster.snapshot.volumes
-        dra = self.scheduler.cluster.dra
         for write in writes:
-            decision = getattr(write, "decision", None)
-            if isinstance(decision, AllocateClaim):
-                if dra is not None:
-                    dra.forget_claim(decision.claim)
-                continue
-            claim = getattr(decision, "claim", None)
-            if isinstance(claim, str):
-                book.forget(claim)
+            write.forget()
         for ref in parts:  # before the retry (which may start at once) sets its own
             self.outcomes[ref] = GroupOutcome(ref, "error", message)
         self.changed_groups.update(parts)

@@ -97,6 +97,14 @@ class ClaimWrite:
         return f"ResourceClaim {self.decision.claim}"
 
     @property
+    def plugin(self) -> str:
+        return "DynamicResources"
+
+    def forget(self) -> None:
+        if self.cluster.dra is not None:
+            self.cluster.dra.forget_claim(self.decision.claim)
+
+    @property
     def state(self) -> DraState:
         assert self.cluster.dra is not None
         return self.cluster.dra

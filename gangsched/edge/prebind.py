@@ -59,6 +59,11 @@ class WriteBack(Protocol):
     @property
     def target(self) -> str: ...
 
+    #: The kube-scheduler PreBind plugin that makes this write ("VolumeBinding",
+    #: "DynamicResources"): a failure is reported as that plugin's, as upstream words it.
+    @property
+    def plugin(self) -> str: ...
+
     async def write(self, kube: Kube) -> None:
         """Carry the decision to the API server; raise (KubeError, connection error) when
         refused: the stage then fails and undoes the others."""
@@ -69,12 +74,18 @@ class WriteBack(Protocol):
     async def undo(self, kube: Kube) -> None:
         """Take the decision back if it still can be (best effort; must not raise)."""
 
+    def forget(self) -> None:
+        """After a failed stage: drop what the scheduler assumed about the target, so the
+        gang's retry reads the object as the API server last showed it."""
+
 
 @dataclass(slots=True)
 class Outcome:
     ok: bool
     reason: str = ""
     seconds: float = 0.0
+    #: The PreBind plugin whose write failed or timed out ("" on success or lost leadership).
+    plugin: str = ""
 
 
 @dataclass
@@ -98,7 +109,7 @@ class PreBindStage:
             except Exception as exc:  # refused or unreachable: nothing else is written
                 reason = f"writing {write_back.target}: {exc or repr(exc)}"
                 await self._undo([*done, write_back])
-                return Outcome(False, reason, time.monotonic() - started)
+                return Outcome(False, reason, time.monotonic() - started, write_back.plugin)
             done.append(write_back)
         deadline = started + self.timeout
         while True:
@@ -106,18 +117,22 @@ class PreBindStage:
             failure = next(((w, c) for w, c in checks if c.state is State.FAILED), None)
             if failure is not None:
                 await self._undo(writes)
-                return Outcome(False, failure[1].reason, time.monotonic() - started)
+                return Outcome(
+                    False, failure[1].reason, time.monotonic() - started, failure[0].plugin
+                )
             if all(c.state is State.CONFIRMED for _, c in checks):
                 return Outcome(True, "", time.monotonic() - started)
             if not self.may_write():
                 return Outcome(False, "not leader", time.monotonic() - started)
             if time.monotonic() >= deadline:
-                waiting = ", ".join(w.target for w, c in checks if c.state is State.PENDING)
+                pending = [w for w, c in checks if c.state is State.PENDING]
+                waiting = ", ".join(w.target for w in pending)
                 await self._undo(writes)
                 return Outcome(
                     False,
                     f"timed out after {self.timeout:g}s waiting for {waiting}",
                     time.monotonic() - started,
+                    pending[0].plugin,
                 )
             await asyncio.sleep(self.poll)
 

@@ -43,6 +43,13 @@ class ClaimRefWrite:
     def target(self) -> str:
         return f"PersistentVolume {self.decision.volume} (claim {self.decision.claim})"
 
+    @property
+    def plugin(self) -> str:
+        return "VolumeBinding"
+
+    def forget(self) -> None:
+        self.cluster.snapshot.volumes.forget(self.decision.claim)
+
     async def write(self, kube: Kube) -> None:
         d = self.decision
         book = self.cluster.snapshot.volumes
@@ -124,6 +131,13 @@ class SelectedNodeWrite:
     @property
     def target(self) -> str:
         return f"PersistentVolumeClaim {self.decision.claim} (provisioning on {self.decision.node})"
+
+    @property
+    def plugin(self) -> str:
+        return "VolumeBinding"
+
+    def forget(self) -> None:
+        self.cluster.snapshot.volumes.forget(self.decision.claim)
 
     async def write(self, kube: Kube) -> None:
         book = self.cluster.snapshot.volumes
