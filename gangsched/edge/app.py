@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -27,6 +28,39 @@ from gangsched.edge.operator import Operator
 from gangsched.edge.watches import MAX_WATCHES, POD_GROUP_GROUPS
 
 log = structlog.get_logger("gangsched.app")
+
+
+#: Where the kubelet projects a pod's ServiceAccount token, CA and namespace.
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def in_cluster_login(
+    settings: kopf.OperatorSettings, *, directory: Path = SERVICE_ACCOUNT_DIR
+) -> kopf.ConnectionInfo | None:
+    """In-cluster credentials for kopf, as client-go's rest.InClusterConfig builds them.
+
+    kopf's own login_with_service_account always talks to https://kubernetes.default.svc,
+    which only cluster DNS resolves (not a pod with hostNetwork and dnsPolicy Default, nor a
+    cluster whose service lives elsewhere); the API server's address is what the kubelet puts
+    in KUBERNETES_SERVICE_HOST/PORT, which our own client (kubernetes_asyncio) uses too. None
+    without a token, so kopf falls back to the next login method.
+    """
+    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
+    token_path = directory / "token"
+    if not host or not port or not token_path.is_file():
+        return None
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address (net.JoinHostPort)
+    namespace_path, ca_path = directory / "namespace", directory / "ca.crt"
+    namespace = namespace_path.read_text().strip() if namespace_path.is_file() else ""
+    return kopf.ConnectionInfo(
+        server=f"https://{host}:{port}",
+        ca_path=str(ca_path) if ca_path.is_file() else None,
+        token=token_path.read_text().strip() or None,
+        default_namespace=namespace or None,
+        trust_env=settings.networking.trust_env,
+    )
 
 
 def default_identity() -> str:
@@ -68,10 +102,12 @@ def build_registry(
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> Any:
-        if kubeconfig is not None or "KUBERNETES_SERVICE_HOST" not in os.environ:
-            return kopf.login_with_kubeconfig(**kwargs)
-        return kopf.login_with_service_account(**kwargs)
+    def login(settings: kopf.OperatorSettings, **kwargs: Any) -> Any:
+        # The same choice as Kube.connect: the kubeconfig given, else in-cluster, else the
+        # default kubeconfig.
+        if kubeconfig is None and (credentials := in_cluster_login(settings)) is not None:
+            return credentials
+        return kopf.login_with_kubeconfig(settings=settings, **kwargs)
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
