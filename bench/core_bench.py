@@ -28,12 +28,13 @@ import sys
 import time
 from pathlib import Path
 
+from bench import background
+from bench.background import GIB
 from gangsched.core.cluster import ClusterState
 from gangsched.core.labels import LabelSelector
 from gangsched.core.model import (
     Dialect,
     GroupRef,
-    Node,
     Pod,
     PodAffinityTerm,
     PodGroup,
@@ -41,35 +42,11 @@ from gangsched.core.model import (
 )
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 
-GIB = 1024**3
-
 
 def build(nodes: int, small: int, large: int, constrained: int = 0) -> tuple[ClusterState, float]:
     started = time.perf_counter()
-    node_list = [
-        Node(
-            name=f"node-{i:05d}",
-            labels={"kubernetes.io/hostname": f"node-{i:05d}", "zone": f"zone-{i % 4}"},
-            allocatable={"cpu": 32000, "memory": 128 * GIB, "pods": 110},
-        )
-        for i in range(nodes)
-    ]
-    pods: list[Pod] = []
-    sizes = [250, 500, 1000, 2000]
-    for i in range(nodes * 10):
-        cpu = sizes[i % 4]
-        pods.append(
-            Pod(
-                namespace="running",
-                name=f"run-{i}",
-                uid=f"r{i}",
-                scheduler_name="default-scheduler",
-                node_name=f"node-{i % nodes:05d}",
-                phase="Running",
-                requests={"cpu": cpu, "memory": cpu * 4 * 1024 * 1024},
-                labels={"app": f"svc-{i % 50}"},
-            )
-        )
+    node_list = background.nodes(nodes)
+    pods = background.running_pods(nodes)
     groups: list[PodGroup] = []
     created = 0.0
     shapes = [(f"gang{size}", count, size) for count, size in ((small, 3), (large, 64))]

@@ -22,6 +22,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+from bench import background
+from bench.background import GIB
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import AllocateClaim
 from gangsched.core.dra.model import (
@@ -35,25 +37,18 @@ from gangsched.core.dra.model import (
     ResourceSlice,
 )
 from gangsched.core.dra.state import DraState
-from gangsched.core.model import Dialect, GroupRef, Node, Pod, PodClaim, PodGroup
+from gangsched.core.model import Dialect, GroupRef, Pod, PodClaim, PodGroup
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 
-GIB = 1024**3
 DRIVER = "gpu.example.com"
 SELECTOR = f'device.capacity["{DRIVER}"].memory.compareTo(quantity("64Gi")) >= 0'
 
 
 def build(nodes: int, pods_per_gang: int, gangs: int, *, claims: bool = True) -> ClusterState:
-    node_list, slices = [], []
-    for i in range(nodes):
-        name = f"node-{i:05d}"
-        node_list.append(
-            Node(
-                name=name,
-                labels={"kubernetes.io/hostname": name},
-                allocatable={"cpu": 128_000, "memory": 1024 * GIB, "pods": 110},
-            )
-        )
+    node_list = background.nodes(nodes, cpu=128_000, memory=1024 * GIB, zone_label=None)
+    slices = []
+    for i, node in enumerate(node_list):
+        name = node.name
         memory = 40 if i % 50 == 0 else 80  # 2% of nodes have GPUs the selector rejects
         slices.append(
             ResourceSlice(

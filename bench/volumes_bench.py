@@ -24,10 +24,12 @@ import statistics
 import time
 from pathlib import Path
 
+from bench import background
+from bench.background import GIB
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import BindVolume, SelectNode
 from gangsched.core.labels import NodeSelectorTerm, Requirement
-from gangsched.core.model import Dialect, GroupRef, Node, Pod, PodGroup, PodVolumeClaim
+from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup, PodVolumeClaim
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.core.volumes.book import VolumeBook
 from gangsched.core.volumes.model import (
@@ -38,7 +40,6 @@ from gangsched.core.volumes.model import (
 )
 from gangsched.simulate.volumes import carry_out
 
-GIB = 1024**3
 WORKLOADS = ("none", "dynamic", "static", "bound")
 ZONE = "topology.kubernetes.io/zone"
 
@@ -48,29 +49,8 @@ def _zone_term(zones: tuple[str, ...]) -> tuple[NodeSelectorTerm, ...]:
 
 
 def build(workload: str, nodes: int, gangs: int) -> ClusterState:
-    node_list = [
-        Node(
-            name=f"node-{i:05d}",
-            labels={"kubernetes.io/hostname": f"node-{i:05d}", ZONE: f"zone-{i % 4}"},
-            allocatable={"cpu": 32000, "memory": 128 * GIB, "pods": 110},
-        )
-        for i in range(nodes)
-    ]
-    pods: list[Pod] = []
-    sizes = [250, 500, 1000, 2000]
-    for i in range(nodes * 10):
-        cpu = sizes[i % 4]
-        pods.append(
-            Pod(
-                namespace="running",
-                name=f"run-{i}",
-                uid=f"r{i}",
-                scheduler_name="default-scheduler",
-                node_name=f"node-{i % nodes:05d}",
-                phase="Running",
-                requests={"cpu": cpu, "memory": cpu * 4 * 1024 * 1024},
-            )
-        )
+    node_list = background.nodes(nodes, zone_label=ZONE)
+    pods = background.running_pods(nodes)
     book = VolumeBook()
     book.classes["csi"] = StorageClass(
         "csi",
