@@ -26,13 +26,20 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember, GangPlacer
+from gangsched.core.cycle import (
+    CycleConfig,
+    CycleResult,
+    Gang,
+    GangMember,
+    GangPlacer,
+    validate,
+    waiting_message,
+)
 from gangsched.core.framework import Framework
 from gangsched.core.model import GroupRef, Pod
 from gangsched.core.resources import PODS
@@ -134,6 +141,14 @@ class TopologyPlacer(GangPlacer):
         classes = constraint_classes(gang)
         if not classes:
             return super().place(gang, snap)
+        # What concerns the gang, not a domain, is decided before any domain is looked at:
+        # a group still waiting for members must wait, not be called too big for every rack.
+        error = validate(gang)
+        if error is not None:
+            return CycleResult(Code.ERROR, message=error)
+        waiting = waiting_message(gang)
+        if waiting is not None:
+            return CycleResult(Code.WAIT, message=waiting)
         report = TopologyReport(request="; ".join(c.request.describe() for c in classes))
         result = self._place(gang, snap, classes, report)
         result.topology = report
@@ -207,7 +222,7 @@ class TopologyPlacer(GangPlacer):
         report: TopologyReport,
     ) -> CycleResult:
         bounds = [
-            [_bound(cls, domain, snap, self.topology) for domain in domains]
+            _bounds(cls, domains, snap, self.topology)
             for cls, domains in zip(classes, options, strict=True)
         ]
         candidates: list[_Candidate] = []
@@ -340,30 +355,57 @@ def _weights(cls: ConstraintClass, snap: Snapshot, config: TopologyConfig) -> di
     return weights
 
 
-def _bound(
-    cls: ConstraintClass, domain: Domain | None, snap: Snapshot, config: TopologyConfig
-) -> _Bound:
+def _bounds(
+    cls: ConstraintClass, domains: Sequence[Domain | None], snap: Snapshot, config: TopologyConfig
+) -> list[_Bound]:
+    """Capacity bounds of one class in every domain at once: array operations over all
+    nodes grouped by domain, so thousands of domains cost a few passes, not a loop each."""
     pending = cls.pending
     if not pending:
-        return _Bound(pods=0, score=0.0)
+        return [_Bound(pods=0, score=0.0) for _ in domains]
     vectors = [snap.vector(pod) for pod in pending]  # first: it may add a resource column
-    rows = domain.nodes if domain is not None else slice(None)
-    free = np.clip(snap.allocatable[rows] - snap.requested[rows], 0, None)
-    alloc_total = snap.allocatable[rows].sum(axis=0)
-    asked = np.stack(vectors)
-    for name, col in snap.columns.items():
-        if asked[:, col].any() and alloc_total[col] == 0:
-            return _Bound(pods=0, score=0.0, lacks=name)
-    # Slots per distinct request: how many such pods the domain's free capacity holds.
-    pods = 0
-    for vector, count in Counter(v.tobytes() for v in vectors).items():
-        request = np.frombuffer(vector, dtype=np.int64)
+    count = len(domains)
+    of_node = np.full(len(snap), count, dtype=np.intp)  # `count`: in no domain
+    for index, domain in enumerate(domains):
+        if domain is None:
+            of_node[:] = index
+        else:
+            of_node[domain.nodes] = index
+    width = len(snap.columns)
+
+    def per_domain(values: np.ndarray) -> np.ndarray:
+        """Sum a per-node matrix (or vector) over each domain."""
+        if values.ndim == 1:
+            return np.bincount(of_node, weights=values, minlength=count + 1)[:count]
+        out = np.zeros((count + 1, values.shape[1]), dtype=np.float64)
+        np.add.at(out, of_node, values)
+        return out[:count]
+
+    free = np.clip(snap.allocatable - snap.requested, 0, None)
+    alloc = per_domain(snap.allocatable.astype(np.float64))
+    used = per_domain(snap.requested.astype(np.float64))
+    asked = np.stack(vectors).sum(axis=0).astype(np.float64)
+    pods = np.zeros(count, dtype=np.float64)
+    distinct: dict[bytes, int] = {}
+    for vector in vectors:
+        distinct[vector.tobytes()] = distinct.get(vector.tobytes(), 0) + 1
+    for raw, members in distinct.items():
+        request = np.frombuffer(raw, dtype=np.int64)
         cols = np.flatnonzero(request)
-        slots = (free[:, cols] // request[cols]).min(axis=1).sum() if len(cols) else count
-        pods += min(count, int(slots))
+        slots = (free[:, cols] // request[cols]).min(axis=1).astype(np.float64)
+        pods += np.minimum(per_domain(slots), members)
     weights = _weights(cls, snap, config)
-    used = snap.requested[rows].sum(axis=0) + asked.sum(axis=0)
-    return _Bound(pods=pods, score=_most_allocated(used, alloc_total, weights))
+    lacking = (asked[None, :] > 0) & (alloc <= 0)
+    names = {col: name for name, col in snap.columns.items()}
+    bounds: list[_Bound] = []
+    for index in range(count):
+        missing = np.flatnonzero(lacking[index, :width])
+        if missing.size:
+            bounds.append(_Bound(pods=0, score=0.0, lacks=names[int(missing[0])]))
+            continue
+        score = _most_allocated(used[index] + asked, alloc[index], weights)
+        bounds.append(_Bound(pods=int(pods[index]), score=score))
+    return bounds
 
 
 def _most_allocated(used: np.ndarray, alloc: np.ndarray, weights: Mapping[int, float]) -> float:

@@ -194,3 +194,13 @@ def test_tightest_feasible_domain_is_found_without_evaluating_all() -> None:
     assert result.topology is not None
     assert (result.topology.key, result.topology.value) == (RACK, "r3")
     assert len(result.topology.evaluations) == 1
+
+
+def test_a_gang_short_of_members_waits_instead_of_failing_every_domain() -> None:
+    nodes = racks({"a": 1, "b": 1})
+    members = gang_pods("g", 1, memory=None)
+    state = cluster(nodes, members, [constrained("g", 3, required=RACK)])
+    sched = Scheduler(state)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result == "waiting"
+    assert "has 1 of minMember 3 pods" in report.message
