@@ -78,9 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from gangsched.core.cluster import ClusterState
-    from gangsched.core.dra.state import dra_state
-    from gangsched.simulate.loader import ManifestError, load_manifests
+    from gangsched.simulate.loader import ManifestError, load_cluster
     from gangsched.simulate.output import render
     from gangsched.simulate.runner import SimulationError, simulate
 
@@ -91,23 +89,12 @@ def _simulate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     scheduler_name = args.scheduler_name or config.schedulerName
     try:
-        inventory = load_manifests(args.files, scheduler_name=scheduler_name)
+        cluster = load_cluster(args.files, scheduler_name=scheduler_name)
     except ManifestError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return EXIT_USAGE
     preemptor = config.preemptor(strategy=args.preemption, scheduler_name=scheduler_name)
-    cluster = ClusterState.build(
-        scheduler_name=scheduler_name,
-        nodes=inventory.nodes,
-        pods=inventory.pods,
-        groups=inventory.pod_groups,
-        priority_classes=inventory.priority_classes,
-        budgets=inventory.budgets,
-        namespaces=inventory.namespaces,
-        volumes=inventory.volumes,
-        dra=dra_state(inventory),
-    )
     scheduler_config = config.scheduler_config()
     scheduler_config.scheduler_name = scheduler_name
     try:

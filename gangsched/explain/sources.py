@@ -16,7 +16,6 @@ from typing import Any
 import aiohttp
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.dra.state import dra_state
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
@@ -24,7 +23,7 @@ from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
 from gangsched.edge.watches import POD_GROUP_GROUPS
-from gangsched.simulate.loader import load_manifests
+from gangsched.simulate.loader import load_cluster
 
 #: Page size of list requests (as kubectl's chunking).
 PAGE = 500
@@ -41,18 +40,7 @@ class SourceError(Exception):
 
 def from_manifests(paths: list[str], *, scheduler_name: str) -> ClusterState:
     """A ClusterState from manifest files (ManifestError lists every problem)."""
-    inventory = load_manifests(paths, scheduler_name=scheduler_name)
-    return ClusterState.build(
-        scheduler_name=scheduler_name,
-        nodes=inventory.nodes,
-        pods=inventory.pods,
-        groups=inventory.pod_groups,
-        priority_classes=inventory.priority_classes,
-        budgets=inventory.budgets,
-        namespaces=inventory.namespaces,
-        volumes=inventory.volumes,
-        dra=dra_state(inventory),
-    )
+    return load_cluster(paths, scheduler_name=scheduler_name)
 
 
 @dataclass

@@ -36,6 +36,7 @@ from gangsched.core.api.storage import (
     persistent_volume_from_raw,
     storage_class_from_raw,
 )
+from gangsched.core.cluster import ClusterState
 from gangsched.core.dra.parse import (
     device_class_from_raw,
     generated_claim_raw,
@@ -43,6 +44,7 @@ from gangsched.core.dra.parse import (
     resource_claim_template_from_raw,
     resource_slice_from_raw,
 )
+from gangsched.core.dra.state import dra_state
 from gangsched.core.model import Pod, PriorityClass
 from gangsched.core.volumes.book import VolumeBook
 from gangsched.simulate.documents import (
@@ -71,7 +73,24 @@ from gangsched.simulate.documents import (
     read_file,
 )
 
-__all__ = ["ManifestError", "load_manifests"]
+__all__ = ["ManifestError", "load_cluster", "load_manifests"]
+
+
+def load_cluster(paths: Sequence[str], *, scheduler_name: str) -> ClusterState:
+    """The ClusterState of everything in `paths` (what simulate and explain schedule), or
+    ManifestError."""
+    inventory = load_manifests(paths, scheduler_name=scheduler_name)
+    return ClusterState.build(
+        scheduler_name=scheduler_name,
+        nodes=inventory.nodes,
+        pods=inventory.pods,
+        groups=inventory.pod_groups,
+        priority_classes=inventory.priority_classes,
+        budgets=inventory.budgets,
+        namespaces=inventory.namespaces,
+        volumes=inventory.volumes,
+        dra=dra_state(inventory),
+    )
 
 
 def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
