@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -39,6 +39,8 @@ from gangsched.edge.kube import JSON
 from gangsched.edge.policy_cache import PolicyCache
 
 log = structlog.get_logger("gangsched.cache")
+
+_T = TypeVar("_T")
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -186,6 +188,17 @@ class ClusterCache:
             self.scheduler.queue.activate_waiting(self.scheduler.unit_key(pod.group))
         if pod.labels and self.policy.raw_budgets and (old is None or freed):
             self.policy.refresh_budgets()
+
+    def read(self, kind: str, obj: JSON, convert: Callable[[Any], _T]) -> _T | None:
+        """`convert(obj)`, or None with the problem reported on the object (and forgotten
+        once the object reads again): the storage and DRA caches read their kinds so."""
+        try:
+            value = convert(obj)
+        except InvalidObject as exc:
+            self.report(kind, object_key(obj), exc, obj)
+            return None
+        self.forgive(kind, object_key(obj))
+        return value
 
     def forgive(self, kind: str, key: str) -> None:
         """The object is readable again (or gone): forget its problem."""

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gangsched.core.api import InvalidObject
 from gangsched.core.dra.parse import (
     device_class_from_raw,
     resource_claim_from_raw,
@@ -43,15 +42,6 @@ class DraCache:
             self.cache.cluster.snapshot.claims = dra
         return dra
 
-    def _read(self, kind: str, obj: JSON, convert: Callable[[Any], _T]) -> _T | None:
-        try:
-            value = convert(obj)
-        except InvalidObject as exc:
-            self.cache.report(kind, object_key(obj), exc, obj)
-            return None
-        self.cache.forgive(kind, object_key(obj))
-        return value
-
     def _handler(
         self,
         kind: str,
@@ -70,7 +60,7 @@ class DraCache:
             self.cache.changed()
 
         def upsert_one(obj: JSON, *, notify: bool = True) -> None:
-            value = self._read(kind, obj, convert)
+            value = self.cache.read(kind, obj, convert)
             if value is None:
                 delete(self.state, object_key(obj))
             else:

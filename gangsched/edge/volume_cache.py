@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gangsched.core.api import InvalidObject
 from gangsched.core.api.storage import (
     csi_driver_from_raw,
     csi_node_from_raw,
@@ -42,15 +41,6 @@ class VolumeCache:
     def _changed(self) -> None:
         self.cache.changed()
 
-    def _read(self, kind: str, obj: JSON, convert: Callable[[Any], _T]) -> _T | None:
-        try:
-            value = convert(obj)
-        except InvalidObject as exc:
-            self.cache.report(kind, object_key(obj), exc, obj)
-            return None
-        self.cache.forgive(kind, object_key(obj))
-        return value
-
     # ------------------------------------------------------------------------------ claims
     def claims(self) -> Handler:
         return Handler(self._replace_claims, self._upsert_claim, self._delete_claim)
@@ -65,7 +55,7 @@ class VolumeCache:
         self._changed()
 
     def _upsert_claim(self, obj: JSON, *, notify: bool = True) -> None:
-        claim = self._read("PersistentVolumeClaim", obj, persistent_volume_claim_from_raw)
+        claim = self.cache.read("PersistentVolumeClaim", obj, persistent_volume_claim_from_raw)
         if claim is None:
             self.book.delete_claim(object_key(obj))
             return
@@ -87,7 +77,7 @@ class VolumeCache:
     def _replace_volumes(self, objects: list[JSON]) -> None:
         volumes = []
         for obj in objects:
-            volume = self._read("PersistentVolume", obj, persistent_volume_from_raw)
+            volume = self.cache.read("PersistentVolume", obj, persistent_volume_from_raw)
             if volume is not None:
                 volumes.append(volume)
         self.book.replace_volumes(volumes)
@@ -96,7 +86,7 @@ class VolumeCache:
         self._changed()
 
     def _upsert_volume(self, obj: JSON) -> None:
-        volume = self._read("PersistentVolume", obj, persistent_volume_from_raw)
+        volume = self.cache.read("PersistentVolume", obj, persistent_volume_from_raw)
         if volume is None:
             self.book.delete_volume(object_key(obj))
             return
@@ -118,13 +108,13 @@ class VolumeCache:
             values = table()
             values.clear()
             for obj in objects:
-                value = self._read(kind, obj, convert)
+                value = self.cache.read(kind, obj, convert)
                 if value is not None:
                     values[object_key(obj)] = value
             self._changed()
 
         def upsert(obj: JSON) -> None:
-            value = self._read(kind, obj, convert)
+            value = self.cache.read(kind, obj, convert)
             values = table()
             if value is None:
                 values.pop(object_key(obj), None)
