@@ -5,9 +5,10 @@ Each runs under both strategies unless the point of the test is where they diffe
 
 from __future__ import annotations
 
+from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import Event, Evict, Nominate, SetCondition
 from gangsched.core.model import DisruptionMode
-from tests.builders import budget, cluster, group, lone, node, pod, ref
+from tests.builders import Quantity, budget, cluster, group, lone, node, pod, ref
 
 from .drive import (
     BOTH,
@@ -43,21 +44,27 @@ def test_full_preemption(strategy: str) -> None:
     assert not overcommitted(state)
 
 
-@BOTH
-def test_pdb_reprieve(strategy: str) -> None:
-    """wap-pdb-reprieve: the two PDB-protected pods are spared, only low-3 goes."""
+def pdb_protected_node(*, member_cpu: Quantity) -> ClusterState:
+    """One 3-CPU node running three low pods, two of them protected by a PDB that allows no
+    disruption; a pending gang of two members of `member_cpu` each."""
     protected = {"app": "protected"}
-    state = cluster(
+    return cluster(
         [node("n1", 3)],
         [
             pod("low-1", priority=LOW, node_name="n1", created=1, labels=protected),
             pod("low-2", priority=LOW, node_name="n1", created=2, labels=protected),
             pod("low-3", priority=LOW, node_name="n1", created=3),
-            *preemptor_gang("high", 2, "500m"),
+            *preemptor_gang("high", 2, member_cpu),
         ],
         [group("high", 2)],
         [budget("protected", 0, app="protected")],
     )
+
+
+@BOTH
+def test_pdb_reprieve(strategy: str) -> None:
+    """wap-pdb-reprieve: the two PDB-protected pods are spared, only low-3 goes."""
+    state = pdb_protected_node(member_cpu="500m")
     outcome, _ = preempt(state, ref("high"), strategy)
     assert victims(outcome) == ["low-3"]
     assert outcome.pdb_violations == 0
@@ -69,18 +76,7 @@ def test_pdb_reprieve(strategy: str) -> None:
 
 @BOTH
 def test_pdb_violated_only_when_nothing_else_works(strategy: str) -> None:
-    protected = {"app": "protected"}
-    state = cluster(
-        [node("n1", 3)],
-        [
-            pod("low-1", priority=LOW, node_name="n1", created=1, labels=protected),
-            pod("low-2", priority=LOW, node_name="n1", created=2, labels=protected),
-            pod("low-3", priority=LOW, node_name="n1", created=3),
-            *preemptor_gang("high", 2, 1),
-        ],
-        [group("high", 2)],
-        [budget("protected", 0, app="protected")],
-    )
+    state = pdb_protected_node(member_cpu=1)
     outcome, _ = preempt(state, ref("high"), strategy)
     assert len(outcome.victims) == 2
     assert "low-3" in victims(outcome)
