@@ -12,6 +12,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,19 +92,27 @@ class Cluster:
 
 
 async def create_nodes(
-    kube: Kube, count: int, *, cpu: str, memory: str, pods: str = "110", concurrency: int = 32
+    kube: Kube,
+    count: int,
+    *,
+    cpu: str,
+    memory: str,
+    pods: str = "110",
+    concurrency: int = 32,
+    labels: Callable[[int], dict[str, str]] | None = None,
 ) -> list[str]:
     names = [f"bench-node-{i:05d}" for i in range(count)]
     slots = asyncio.Semaphore(concurrency)
 
-    async def one(name: str) -> None:
+    async def one(index: int, name: str) -> None:
+        extra = labels(index) if labels is not None else {}
         body = {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {
                 "name": name,
                 "annotations": {"kwok.x-k8s.io/node": "fake"},
-                "labels": {"type": "kwok", "kubernetes.io/hostname": name},
+                "labels": {"type": "kwok", "kubernetes.io/hostname": name, **extra},
             },
             "status": {
                 "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
@@ -117,7 +126,7 @@ async def create_nodes(
                 if not exc.conflict:
                     raise
 
-    await asyncio.gather(*(one(n) for n in names))
+    await asyncio.gather(*(one(i, n) for i, n in enumerate(names)))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         nodes = await kube.get("/api/v1/nodes", labelSelector="type=kwok")

@@ -21,6 +21,7 @@ from bench.compare.measure import load_average
 from bench.compare.plot import plot
 from bench.compare.report import markdown, summarize
 from bench.compare.runs import Options, run_ceiling, run_one
+from bench.compare.topology_run import run_topology
 from bench.compare.workloads import SCHEDULERS, SIZES
 from bench.harness import (
     HACK,
@@ -97,9 +98,24 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                         file=sys.stderr,
                     )
                     try:
-                        result = await run_one(
-                            workload, scheduler, round_no, opts=opts, loadgen=loadgen, shared=shared
-                        )
+                        if workload == "t":
+                            result = await run_topology(
+                                scheduler,
+                                round_no,
+                                sizes=sizes,
+                                timeout=opts.timeout,
+                                loadgen=loadgen,
+                                keep=opts.keep,
+                            )
+                        else:
+                            result = await run_one(
+                                workload,
+                                scheduler,
+                                round_no,
+                                opts=opts,
+                                loadgen=loadgen,
+                                shared=shared,
+                            )
                     except Exception as exc:  # record the failure, go on with the others
                         result = {
                             "workload": workload,

@@ -11,7 +11,7 @@ from typing import Any
 NAMESPACE = "bench"
 KS_NAME = "kube-scheduler-baseline"
 SCHEDULERS = ("gangsched", "kube-scheduler", "gangsched-upstream")
-WORKLOADS = ("a", "b", "c", "d")
+WORKLOADS = ("a", "b", "c", "d", "t")
 
 
 def titles(sizes: dict[str, Any]) -> dict[str, str]:
@@ -22,6 +22,10 @@ def titles(sizes: dict[str, Any]) -> dict[str, str]:
         "b": f"(b) {z.b_gangs:,} gangs of {z.b_min}-{z.b_max}, {z.b_nodes:,} nodes",
         "c": f"(c) preemption: {z.c_gangs} gangs of {z.c_size} over {z.c_low:,} low pods",
         "d": f"(d) restart: {z.d_bound:,} bound pods, {z.d_nodes:,} nodes",
+        "t": (
+            f"(t) topology: {z.t_gangs} rack-constrained gangs of {z.t_min}-{z.t_max}, "
+            f"{z.t_racks} racks x {z.t_rack_nodes} nodes"
+        ),
         "ceiling": f"ceiling: bare binder, {z.ceiling_pods:,} pods",
     }
 
@@ -45,6 +49,15 @@ class Sizes:
     d_gangs: int = 100
     d_size: int = 4
     ceiling_pods: int = 3000
+    t_racks: int = 20
+    t_rack_nodes: int = 16
+    t_gangs: int = 60
+    t_min: int = 2
+    t_max: int = 32
+    t_high_share: float = 0.3
+    t_wave: int = 10
+    t_wave_s: float = 3.0
+    t_quiet_s: float = 15.0
 
 
 SIZES = {
@@ -67,7 +80,13 @@ SIZES = {
 
 # ------------------------------------------------------------------------------- objects
 def pod_group(
-    scheduler: str, name: str, min_count: int, *, priority_class: str = "", all_mode: bool = False
+    scheduler: str,
+    name: str,
+    min_count: int,
+    *,
+    priority_class: str = "",
+    all_mode: bool = False,
+    topology_key: str = "",
 ) -> dict[str, Any]:
     if scheduler == "gangsched":
         spec: dict[str, Any] = {"minMember": min_count}
@@ -75,6 +94,8 @@ def pod_group(
             spec["priorityClassName"] = priority_class
         if all_mode:
             spec["disruptionMode"] = "All"
+        if topology_key:
+            spec["topology"] = {"required": topology_key}
         api_version = "scheduling.sigs.k8s.io/v1alpha1"
     else:
         spec = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
@@ -83,6 +104,8 @@ def pod_group(
             spec["priorityClassName"] = priority_class
         if all_mode:
             spec["disruptionMode"] = {"all": {}}
+        if topology_key:
+            spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
         api_version = "scheduling.k8s.io/v1beta1"
     return {
         "apiVersion": api_version,

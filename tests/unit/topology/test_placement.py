@@ -9,16 +9,29 @@ from gangsched.core.model import Node, PodGroup
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.core.topology.placement import TopologyConfig
 from gangsched.core.topology.request import TopologyRequest
-from tests.builders import cluster, gang_pods, group, node, pod
+from tests.builders import (
+    claim,
+    cluster,
+    gang_pods,
+    group,
+    local_volume,
+    node,
+    pod,
+    volume_book,
+    volume_cluster,
+    with_claims,
+)
 
 RACK = "example.com/rack"
 ZONE = "example.com/zone"
 
 
-def racks(layout: dict[str, int], cpu: int = 2, **labels: str) -> list[Node]:
-    """Nodes r<rack>-<i> with `cpu` CPUs each, labelled with their rack."""
+def racks(
+    layout: dict[str, int], cpu: int = 2, *, labels: dict[str, str] | None = None
+) -> list[Node]:
+    """Nodes <rack>-<i> with `cpu` CPUs each, labelled with their rack (and `labels`)."""
     return [
-        node(f"{rack}-{i}", cpu, labels={RACK: rack, **labels})
+        node(f"{rack}-{i}", cpu, labels={RACK: rack, **(labels or {})})
         for rack, count in layout.items()
         for i in range(count)
     ]
@@ -134,8 +147,8 @@ def test_bound_members_in_two_domains_are_an_error() -> None:
 
 def test_preferred_level_first_then_required() -> None:
     nodes = [
-        *racks({"r1": 1, "r2": 1}, cpu=2, **{ZONE: "z1"}),
-        *racks({"r3": 2}, cpu=2, **{ZONE: "z2"}),
+        *racks({"r1": 1, "r2": 1}, cpu=2, labels={ZONE: "z1"}),
+        *racks({"r3": 2}, cpu=2, labels={ZONE: "z2"}),
     ]
     # 3 pods: no rack of z1 holds them, rack r3 (z2) does: preferred rack wins over zone z1.
     members = gang_pods("g", 3, memory=None)
@@ -204,3 +217,43 @@ def test_a_gang_short_of_members_waits_instead_of_failing_every_domain() -> None
     report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
     assert report.result == "waiting"
     assert "has 1 of minMember 3 pods" in report.message
+
+
+def test_volumes_apply_inside_the_domain() -> None:
+    """Rack a is the tighter one, but a member's local PV lives on a node of rack b: the
+    volume filters run inside each domain, so only b is feasible."""
+    nodes = racks({"a": 2, "b": 2})
+    busy = pod("busy", 2, memory=None, node_name="a-0")
+    members = gang_pods("g", 2, memory=None)
+    with_claims(members[0], "data")
+    book = volume_book(claims=[claim("data")], volumes=[local_volume("pv-b", "b-1")])
+    state = volume_cluster(nodes, [busy, *members], [constrained("g", 2, required=RACK)], book=book)
+    run(state)
+    assert {rack_of(state, p.key) for p in members} == {"b"}
+    assert state.pods[members[0].key].node_name == "b-1"
+
+
+def test_gang_group_sharing_a_constraint_shares_one_domain() -> None:
+    nodes = racks({"a": 1, "b": 2})
+    first, second = constrained("x", 2, required=RACK), constrained("y", 2, required=RACK)
+    first.gang_group = second.gang_group = (first.ref, second.ref)
+    pods = [*gang_pods("x", 2, memory=None), *gang_pods("y", 2, memory=None)]
+    state = cluster(nodes, pods, [first, second])
+    run(state)
+    assert len({rack_of(state, p.key) for p in pods}) == 1
+    assert {rack_of(state, p.key) for p in pods} == {"b"}
+
+
+def test_gang_group_with_different_constraints_gets_a_domain_each() -> None:
+    nodes = [
+        *racks({"a": 1}, labels={ZONE: "z1"}),
+        *racks({"b": 1}, labels={ZONE: "z2"}),
+    ]
+    first, second = constrained("x", 2, required=RACK), constrained("y", 2, required=ZONE)
+    first.gang_group = second.gang_group = (first.ref, second.ref)
+    xs, ys = gang_pods("x", 2, memory=None), gang_pods("y", 2, memory=None)
+    state = cluster(nodes, [*xs, *ys], [first, second])
+    run(state)
+    assert len({rack_of(state, p.key) for p in xs}) == 1
+    assert len({rack_of(state, p.key) for p in ys}) == 1
+    assert all(state.pods[p.key].node_name for p in [*xs, *ys])

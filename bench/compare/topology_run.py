@@ -1,0 +1,183 @@
+"""Workload (t): a stream of rack-constrained gangs of mixed priority on a rack cluster.
+
+20 racks x 16 kwok nodes (8 CPU, label `bench.example.com/rack`); gangs of 2-32 pods of
+2 CPU (4 per node, 64 per rack), each constrained to one rack (upstream
+`spec.schedulingConstraints.topology`, ours `spec.topology.required`), 70% at priority
+bench-low and 30% at bench-high, created in waves (`t_wave` gangs every `t_wave_s` seconds,
+the same random order for both schedulers in a round) adding up to more than the cluster
+holds, so the high-priority waves preempt. The run ends when no pod has been bound or deleted
+for `t_quiet_s` seconds (or at the timeout). Measured from the pods at the end:
+
+* gangs admitted: every member bound and none deleted (a gang that lost a member to
+  preemption is not admitted);
+* pods/s: pods bound per second, first creation to last bind;
+* victims: gang pods that were bound and then deleted (preempted);
+* whole racks free: racks where no node holds a gang pod;
+* largest placeable gang: the most 2-CPU pods one rack still has room for;
+* racks per admitted gang (1 when the constraint is honoured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import defaultdict
+from typing import Any
+
+from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_cluster
+from bench.compare.measure import Watch, load_average
+from bench.compare.schedulers import prepare_launch, start, wait_ready
+from bench.compare.workloads import NAMESPACE, Sizes, create_request, pod, pod_group
+from bench.harness import Cluster, SchedulerProcess, connect, create_nodes
+from gangsched.edge.kube import Kube
+
+RACK = "bench.example.com/rack"
+POD_CPU = 2
+
+
+def rack_of(index: int, sizes: Sizes) -> str:
+    return f"rack-{index // sizes.t_rack_nodes:02d}"
+
+
+def build_gangs(
+    scheduler: str, sizes: Sizes, seed: int
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    rng = random.Random(seed)
+    gangs = []
+    for g in range(sizes.t_gangs):
+        size = rng.randint(sizes.t_min, sizes.t_max)
+        klass = "bench-high" if rng.random() < sizes.t_high_share else "bench-low"
+        name = f"tgang-{g:03d}"
+        group = pod_group(scheduler, name, size, priority_class=klass, topology_key=RACK)
+        members = [
+            pod(
+                scheduler,
+                f"{name}-{m:02d}",
+                group=name,
+                cpu=str(POD_CPU),
+                memory="1Gi",
+                priority_class=klass,
+            )
+            for m in range(size)
+        ]
+        gangs.append((group, members))
+    return gangs
+
+
+async def run_topology(
+    scheduler: str, round_no: int, *, sizes: Sizes, timeout: float, loadgen: Any, keep: bool
+) -> dict[str, Any]:
+    nodes = sizes.t_racks * sizes.t_rack_nodes
+    gangs = build_gangs(scheduler, sizes, seed=round_no)
+    cluster = Cluster.start()
+    env = Env.of(cluster, loadgen)
+    kube = await connect(cluster)
+    watch = Watch()
+    running: SchedulerProcess | None = None
+    result: dict[str, Any] = {
+        "workload": "t",
+        "scheduler": scheduler,
+        "round": round_no,
+        "nodes": nodes,
+        "gangs": len(gangs),
+        "pods": sum(len(m) for _, m in gangs),
+        "load_before": load_average(),
+    }
+    try:
+        await prepare_cluster(env, kube)
+        await create_nodes(
+            kube,
+            nodes,
+            cpu="8",
+            memory="64Gi",
+            labels=lambda i: {RACK: rack_of(i, sizes)},
+        )
+        run_dir = env.cluster.dir / f"run-t-{scheduler}-{round_no}"
+        launch = prepare_launch(env, scheduler, run_dir)
+        watch.start(kube)
+        await asyncio.sleep(0.3)
+        running = start(launch)
+        await wait_ready(running, launch)
+        await asyncio.sleep(2.0)
+        cpu_before = running.cpu_seconds()
+        t_start = time.time()
+        for first in range(0, len(gangs), sizes.t_wave):
+            wave = gangs[first : first + sizes.t_wave]
+            await env.post_all(
+                [create_request(g) for g, _ in wave]
+                + [create_request(p) for _, members in wave for p in members]
+            )
+            await asyncio.sleep(sizes.t_wave_s)
+        last_change, seen = time.time(), (0, 0)
+        while time.time() - t_start < timeout:
+            now = (len(watch.bound_at), len(watch.gone))
+            if now != seen:
+                seen, last_change = now, time.time()
+            elif time.time() - last_change >= sizes.t_quiet_s:
+                break
+            await asyncio.sleep(0.5)
+        result["cpu_s"] = round(running.cpu_seconds() - cpu_before, 2)
+        result.update(await measure(kube, gangs, watch, sizes, t_start))
+        result["load_after"] = load_average()
+        return result
+    finally:
+        if running is not None:
+            running.stop()
+        await watch.stop()
+        await kube.close()
+        if keep:
+            announce_kept(env.cluster)
+        else:
+            stop_cluster(env.cluster)
+
+
+async def measure(
+    kube: Kube,
+    gangs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+    watch: Watch,
+    sizes: Sizes,
+    t_start: float,
+) -> dict[str, Any]:
+    items = (await kube.get(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
+    live = {
+        p["metadata"]["name"]: p["spec"].get("nodeName")
+        for p in items
+        if not p["metadata"].get("deletionTimestamp")
+    }
+    node_rack = {
+        f"bench-node-{i:05d}": rack_of(i, sizes) for i in range(sizes.t_racks * sizes.t_rack_nodes)
+    }
+    admitted = admitted_pods = spans = 0
+    high_admitted = 0
+    for group, members in gangs:
+        names = [p["metadata"]["name"] for p in members]
+        placed = [live.get(n) for n in names]
+        if all(placed):
+            admitted += 1
+            admitted_pods += len(names)
+            spans += len({node_rack[str(n)] for n in placed})
+            high_admitted += group["spec"].get("priorityClassName") == "bench-high"
+    gang_pods = {p["metadata"]["name"] for _, members in gangs for p in members}
+    victims = sum(1 for n in gang_pods if n in watch.gone and n in watch.bound_at)
+    used: dict[str, int] = defaultdict(int)
+    for name, node in live.items():
+        if node and name in gang_pods:
+            used[node] += POD_CPU
+    racks_used = {node_rack[n] for n in used}
+    room: dict[str, int] = defaultdict(int)
+    for node, rack in node_rack.items():
+        room[rack] += (8 - used.get(node, 0)) // POD_CPU
+    binds = sorted(t for n, t in watch.bound_at.items() if n in gang_pods)
+    return {
+        "gangs_admitted": admitted,
+        "high_gangs_admitted": high_admitted,
+        "pods_running": admitted_pods,
+        "pods_bound_total": len(binds),
+        "pods_per_s": round(len(binds) / max(binds[-1] - t_start, 1e-9), 1) if binds else 0.0,
+        "victims": victims,
+        "racks_fully_free": sizes.t_racks - len(racks_used),
+        "largest_placeable_gang": max(room.values(), default=0),
+        "racks_per_admitted_gang": round(spans / admitted, 3) if admitted else None,
+        "last_bind_s": round(binds[-1] - t_start, 2) if binds else None,
+    }
