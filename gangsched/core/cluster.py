@@ -12,6 +12,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gangsched.core.composite.model import CompositePodGroup
+from gangsched.core.composite.tree import (
+    BrokenTree,
+    children_index,
+    in_tree,
+    leaves_below,
+    root_of,
+)
 from gangsched.core.dra.state import DraState
 from gangsched.core.model import (
     Dialect,
@@ -42,6 +50,10 @@ class ClusterState:
     #: Dynamic Resource Allocation; None where the driver cannot write claims back (pods
     #: with resource claims are then unschedulable, never bound without their devices).
     dra: DraState | None = None
+    #: scheduling.k8s.io/v1alpha3 CompositePodGroups: the inner levels of PodGroup trees.
+    composites: dict[GroupRef, CompositePodGroup] = field(default_factory=dict)
+    #: CompositePodGroup -> children, rebuilt on the next question after any group changes.
+    _children: dict[GroupRef, list[GroupRef]] | None = None
 
     @classmethod
     def build(
@@ -56,8 +68,10 @@ class ClusterState:
         namespaces: dict[str, dict[str, str]] | None = None,
         volumes: VolumeBook | None = None,
         dra: DraState | None = None,
+        composites: Iterable[CompositePodGroup] = (),
     ) -> ClusterState:
         state = cls(scheduler_name=scheduler_name)
+        state.composites = {composite.ref: composite for composite in composites}
         state.nodes = {node.name: node for node in nodes}
         state.pods = {pod.key: pod for pod in pods}
         state.groups = {group.ref: group for group in groups}
@@ -144,17 +158,33 @@ class ClusterState:
 
         Directional, as Koordinator's Permit: when B lists A and B, B's members go only
         together with A satisfied (A's pending members are placed in the same cycle); A, which
-        lists nothing, goes alone."""
+        lists nothing, goes alone. A CompositePodGroup: every PodGroup of its tree."""
+        if ref.dialect is Dialect.COMPOSITE:
+            return tuple(leaves_below(ref, self.tree_children()))
         group = self.pod_group(ref) if ref.dialect is Dialect.KOORDINATOR else self.groups.get(ref)
         if group is None or not group.gang_group:
             return (ref,)
         refs = {self._resolve_gang(listed) for listed in group.gang_group} | {ref}
         return tuple(sorted(refs, key=_ref_order)) if len(refs) > 1 else (ref,)
 
+    def tree_children(self) -> dict[GroupRef, list[GroupRef]]:
+        """CompositePodGroup -> its children (PodGroups and CompositePodGroups), in order."""
+        if self._children is None:
+            self._children = children_index(self.groups, self.composites)
+        return self._children
+
+    def tree_root(self, ref: GroupRef) -> GroupRef | BrokenTree:
+        """The root of the tree PodGroup `ref` belongs to (itself when it has no parent)."""
+        return root_of(ref, self.groups, self.composites)
+
     def unit_key(self, ref: GroupRef) -> GroupRef:
         """The queue key of `ref`'s unit: a member whose own unit is the same one (so gangs
         that list each other share one entry), else `ref` itself (B listing A and B while A
-        lists nothing is B's own entry; A keeps one of its own)."""
+        lists nothing is B's own entry; A keeps one of its own). A PodGroup in a tree of
+        CompositePodGroups: the tree's root, or itself while the tree is broken."""
+        if in_tree(ref, self.groups) or ref.dialect is Dialect.COMPOSITE:
+            root = self.tree_root(ref)
+            return root if isinstance(root, GroupRef) else ref
         unit = self.unit_of(ref)
         if len(unit) == 1:
             return ref
@@ -236,10 +266,22 @@ class ClusterState:
         self.snapshot.remove_node(name)
 
     def upsert_group(self, group: PodGroup) -> None:
+        old = self.groups.get(group.ref)
+        if old is None or old.parent != group.parent or old.created != group.created:
+            self._children = None
         self.groups[group.ref] = group
 
     def delete_group(self, ref: GroupRef) -> None:
-        self.groups.pop(ref, None)
+        if self.groups.pop(ref, None) is not None:
+            self._children = None
+
+    def upsert_composite(self, composite: CompositePodGroup) -> None:
+        self.composites[composite.ref] = composite
+        self._children = None
+
+    def delete_composite(self, ref: GroupRef) -> None:
+        if self.composites.pop(ref, None) is not None:
+            self._children = None
 
     def _index(self, pod: Pod) -> None:
         if pod.group is not None:

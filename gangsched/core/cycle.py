@@ -30,6 +30,7 @@ from gangsched.core.validation import validate_group
 
 if TYPE_CHECKING:
     from gangsched.core.topology.report import TopologyReport
+    from gangsched.core.composite.tree import BrokenTree, TreeNode
 
 
 @dataclass(slots=True)
@@ -53,10 +54,15 @@ class GangMember:
 
 @dataclass(slots=True)
 class Gang:
-    """What one cycle places: a PodGroup, or every PodGroup of a Koordinator GangGroup."""
+    """What one cycle places: a PodGroup, every PodGroup of a Koordinator GangGroup, or every
+    PodGroup of a CompositePodGroup tree (`tree`, placed by gangsched.core.composite)."""
 
     key: GroupRef
     parts: list[GangMember]
+    #: The CompositePodGroup tree rooted at `key`, when the unit is one.
+    tree: TreeNode | None = None
+    #: Why the tree this PodGroup names a parent in has no root (nothing is placed).
+    broken: BrokenTree | None = None
 
     @property
     def pending(self) -> list[Pod]:
@@ -99,6 +105,8 @@ class CycleResult:
     strategy: str = ""
     #: For a topology-constrained gang: the domains tried and the one chosen (issue 14).
     topology: TopologyReport | None = None
+    #: Trees: every level (CompositePodGroup and PodGroup) -> (placed, why), for status.
+    levels: dict[GroupRef, tuple[bool, str]] = field(default_factory=dict)
 
 
 def member_order(pods: Sequence[Pod]) -> list[Pod]:
@@ -200,6 +208,16 @@ class GangPlacer:
         )
 
     def place(self, gang: Gang, snap: Snapshot) -> CycleResult:
+        if gang.broken is not None:
+            return CycleResult(Code.ERROR, message=gang.broken.message)
+        if gang.tree is not None:
+            from gangsched.core.composite.placement import place_tree
+
+            return place_tree(self, gang, snap)
+        return self.place_gang(gang, snap)
+
+    def place_gang(self, gang: Gang, snap: Snapshot) -> CycleResult:
+        """One gang (or GangGroup): at least minMember of every part, or nothing."""
         error = validate(gang)
         if error is not None:
             return CycleResult(Code.ERROR, message=error)

@@ -27,6 +27,9 @@ class Dialect(StrEnum):
     UPSTREAM = "scheduling.k8s.io"
     KOORDINATOR = "gang.scheduling.koordinator.sh"
     LONE_POD = "pod"
+    #: A scheduling.k8s.io/v1alpha3 CompositePodGroup: the root (or an inner level) of a tree
+    #: of PodGroups (gangsched.core.composite); never a pod's own group.
+    COMPOSITE = "scheduling.k8s.io composite"
 
 
 class DisruptionMode(StrEnum):
@@ -316,6 +319,9 @@ class PodGroup:
     generation: int = 0
     #: Keep the gang inside one domain of a node label (issue 14); None: anywhere.
     topology: TopologyRequest | None = None
+    #: scheduling.k8s.io spec.parentCompositePodGroupName: the CompositePodGroup (same
+    #: namespace) whose tree this gang belongs to; None for a root.
+    parent: str | None = None
 
     @property
     def key(self) -> str:

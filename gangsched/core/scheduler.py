@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.composite.tree import BrokenTree, build_tree
 from gangsched.core.cycle import (
     CycleConfig,
     CycleResult,
@@ -150,37 +151,47 @@ class Scheduler:
 
     def gang(self, key: GroupRef) -> Gang:
         parts: list[GangMember] = []
+        if key.dialect is Dialect.UPSTREAM and key in self.cluster.groups:
+            root = self.cluster.tree_root(key)
+            if isinstance(root, BrokenTree):
+                return Gang(key=key, parts=[self._member(key)], broken=root)
         for ref in self.cluster.unit_of(key):
-            group = self.cluster.pod_group(ref) or _missing_group(ref)
-            bound: list[Pod] = []
-            pending: list[Pod] = []
-            foreign: list[Pod] = []
-            gated: list[Pod] = []
-            for pod in self.cluster.group_members(ref):
-                if pod.is_finished or pod.terminating:
-                    # kube-scheduler never sees a Succeeded or Failed pod (its informer
-                    # filters them out): it counts for nothing toward minMember. The
-                    # PodGroup status still counts it as succeeded/failed (core/phase.py).
-                    continue
-                if self.cluster.is_pending(pod):
-                    pending.append(pod)
-                elif self.cluster.is_gated(pod):
-                    gated.append(pod)
-                elif pod.node_name is not None:
-                    bound.append(pod)
-                else:
-                    foreign.append(pod)
-            parts.append(
-                GangMember(
-                    group=group,
-                    bound=bound,
-                    pending=pending,
-                    foreign=foreign,
-                    gated=gated,
-                    counted_bound=Scheduler._counted_bound(ref, group, bound),
-                )
-            )
-        return Gang(key=key, parts=parts)
+            parts.append(self._member(ref))
+        gang = Gang(key=key, parts=parts)
+        if key.dialect is Dialect.COMPOSITE:
+            cluster = self.cluster
+            gang.tree = build_tree(key, cluster.groups, cluster.composites, cluster.tree_children())
+        return gang
+
+    def _member(self, ref: GroupRef) -> GangMember:
+        """One PodGroup of a unit with its members sorted by state."""
+        group = self.cluster.pod_group(ref) or _missing_group(ref)
+        bound: list[Pod] = []
+        pending: list[Pod] = []
+        foreign: list[Pod] = []
+        gated: list[Pod] = []
+        for pod in self.cluster.group_members(ref):
+            if pod.is_finished or pod.terminating:
+                # kube-scheduler never sees a Succeeded or Failed pod (its informer
+                # filters them out): it counts for nothing toward minMember. The
+                # PodGroup status still counts it as succeeded/failed (core/phase.py).
+                continue
+            if self.cluster.is_pending(pod):
+                pending.append(pod)
+            elif self.cluster.is_gated(pod):
+                gated.append(pod)
+            elif pod.node_name is not None:
+                bound.append(pod)
+            else:
+                foreign.append(pod)
+        return GangMember(
+            group=group,
+            bound=bound,
+            pending=pending,
+            foreign=foreign,
+            gated=gated,
+            counted_bound=Scheduler._counted_bound(ref, group, bound),
+        )
 
     @staticmethod
     def _counted_bound(ref: GroupRef, group: PodGroup, bound: list[Pod]) -> int | None:
@@ -211,6 +222,13 @@ class Scheduler:
             key = self.queue.pop(now)
             if key is None:
                 return None
+            unit = self.unit_key(key)
+            if unit != key:
+                # The unit changed since it was queued (a parent CompositePodGroup appeared,
+                # or went): the group is tried with its tree from now on.
+                self.queue.done(key)
+                self._enqueue(self.gang(unit), now)
+                continue
             gang = self.gang(key)
             if not gang.pending:
                 self.queue.done(key)
@@ -241,7 +259,8 @@ class Scheduler:
             return self._scheduled(gang, result, pods)
         snap.rollback(mark)
         if result.code is Code.WAIT:
-            return self._waiting(gang, result.message, note=waiting_note(gang), now=now)
+            note = result.message if gang.tree is not None else waiting_note(gang)
+            return self._waiting(gang, result.message, note=note, now=now)
         if result.code is Code.ERROR:
             self.queue.backoff(gang.key, now)
             return self._not_scheduled(
@@ -267,6 +286,7 @@ class Scheduler:
                     message=f"{result.message}; {preemption.message}",
                     pod_messages=result.pod_messages,
                     pods=pods,
+                    levels=result.levels,
                 )
                 report.decisions[:0] = preemption.decisions
                 report.victims = len(preemption.victims)
@@ -283,6 +303,7 @@ class Scheduler:
             message=message,
             pod_messages=result.pod_messages,
             pods=pods,
+            levels=result.levels,
         )
         report.preemption = preemption
         return report
@@ -347,9 +368,15 @@ class Scheduler:
             scheduled = len(part.bound) + sum(
                 1 for pod, _ in result.placements if any(pod is p for p in part.pending)
             )
+            level = result.levels.get(part.group.ref)
+            if level is not None and not level[0]:
+                outcome = WAITING if _short_of_members(part) else UNSCHEDULABLE
+                decisions.append(GroupOutcome(part.group.ref, outcome, level[1]))
+                continue
             decisions.append(
                 GroupOutcome(part.group.ref, SCHEDULED, f"{scheduled} pod(s) scheduled")
             )
+        decisions += _composite_outcomes(gang, result, SCHEDULED, result.message)
         return CycleReport(
             gang=gang.key,
             result=SCHEDULED,
@@ -368,6 +395,7 @@ class Scheduler:
         message: str,
         pod_messages: dict[str, str],
         pods: list[str],
+        levels: dict[GroupRef, tuple[bool, str]] | None = None,
     ) -> CycleReport:
         decisions: list[Decision] = []
         for pod in gang.pending:
@@ -375,7 +403,10 @@ class Scheduler:
             text = message if detail is None or detail in message else f"{message}; {detail}"
             decisions.append(_unschedulable(pod, reason, text))
         for part in gang.parts:
-            decisions.append(GroupOutcome(part.group.ref, result, message))
+            level = (levels or {}).get(part.group.ref)
+            own = message if level is None or level[1] in message else f"{level[1]}; {message}"
+            decisions.append(GroupOutcome(part.group.ref, result, own))
+        decisions += _composite_outcomes(gang, None, result, message, levels=levels)
         kind, name = _regarding(gang)
         event_type = "Normal" if result == WAITING_ON_PREEMPTION else "Warning"
         event_reason = "FailedScheduling" if result != WAITING_ON_PREEMPTION else "Preempting"
@@ -403,6 +434,7 @@ class Scheduler:
             _condition(pod, NOT_READY_FOR_SCHEDULING, note) for pod in gang.pending
         ]
         decisions += [GroupOutcome(part.group.ref, WAITING, message) for part in gang.parts]
+        decisions += _composite_outcomes(gang, None, WAITING, message)
         if per_pod_events:  # no PodGroup object to hang the event on: tell each pod
             decisions += [
                 Event("Pod", pod.key, "Normal", NOT_READY_FOR_SCHEDULING, "Scheduling", note)
@@ -443,7 +475,49 @@ def _missing_group(ref: GroupRef) -> PodGroup:
 def _regarding(gang: Gang) -> tuple[str, str]:
     if gang.key.dialect is Dialect.LONE_POD:
         return "Pod", gang.key.key
+    if gang.key.dialect is Dialect.COMPOSITE:
+        return "CompositePodGroup", gang.key.key
     return "PodGroup", gang.key.key
+
+
+def _short_of_members(part: GangMember) -> bool:
+    return part.quorum_bound + len(part.pending) < part.group.min_member
+
+
+def _composite_outcomes(
+    gang: Gang,
+    placed: CycleResult | None,
+    result: str,
+    message: str,
+    *,
+    levels: dict[GroupRef, tuple[bool, str]] | None = None,
+) -> list[Decision]:
+    """One outcome per CompositePodGroup of the tree (their status condition and the
+    report), and for a broken tree one per CompositePodGroup on the broken path."""
+    if gang.broken is not None:
+        return [
+            GroupOutcome(ref, ERROR, gang.broken.message)
+            for ref in gang.broken.path
+            if ref.dialect is Dialect.COMPOSITE
+        ]
+    if gang.tree is None:
+        return []
+    levels = placed.levels if placed is not None else (levels or {})
+    out: list[Decision] = []
+    for node in gang.tree.walk():
+        if node.composite is None:
+            continue
+        level = levels.get(node.ref)
+        if placed is not None and level is not None and not level[0]:
+            out.append(GroupOutcome(node.ref, UNSCHEDULABLE, level[1]))
+            continue
+        own = message
+        if placed is None and level is not None and level[1] not in message:
+            own = f"{level[1]}; {message}"
+        elif placed is not None and level is not None:
+            own = level[1]
+        out.append(GroupOutcome(node.ref, result, own))
+    return out
 
 
 def _unschedulable(pod: Pod, reason: str, message: str) -> SetCondition:

@@ -38,6 +38,7 @@ from gangsched.core.scheduler import (
 )
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
+from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DraCache
 from gangsched.edge.events import EventRecorder, ObjectRef
 from gangsched.edge.kube import Kube
@@ -100,6 +101,7 @@ class Operator:
         )
         self.volume_cache = VolumeCache(self.cache)
         self.dra_cache = DraCache(self.cache)
+        self.composite_cache = CompositeCache(self.cache)
         self.status = PodGroupStatusWriter(
             kube=self.kube,
             scheduler=self.scheduler,
@@ -107,6 +109,7 @@ class Operator:
             may_write=self._may_write,
         )
         self.cache.on_group_status = self.status.observed
+        self.composite_cache.on_status = self.status.observed
         self.cache.on_problem = self._report_problem
         self.watches = Watches(
             kube=self.kube,
@@ -114,6 +117,7 @@ class Operator:
             cache=self.cache,
             volume_cache=self.volume_cache,
             dra_cache=self.dra_cache,
+            composite_cache=self.composite_cache,
             on_pod_groups=self._watching_pod_groups,
             discovery_seconds=self.discovery_seconds,
         )

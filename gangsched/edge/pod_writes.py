@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from gangsched.core.composite.model import composite_ref
 from gangsched.core.decisions import Decision, Event, Evict, Nominate, SetCondition
 from gangsched.core.model import Dialect
 from gangsched.core.scheduler import CycleReport, Scheduler
@@ -217,6 +218,10 @@ class PodWriter:
         if kind == "Pod":
             pod = self.scheduler.cluster.pods.get(key)
             return ObjectRef("Pod", namespace, name, "v1", pod.uid if pod else "")
+        if kind == "CompositePodGroup":
+            composite = self.scheduler.cluster.composites.get(composite_ref(namespace, name))
+            api_version = self.api_versions.get(Dialect.COMPOSITE, "scheduling.k8s.io/v1alpha3")
+            return ObjectRef(kind, namespace, name, api_version, composite.uid if composite else "")
         for ref, group in self.scheduler.cluster.groups.items():
             if ref.key == key:
                 api_version = self.api_versions.get(ref.dialect, "v1")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from gangsched.core.composite.status import composite_status
 from gangsched.core.decisions import Event, GroupOutcome
 from gangsched.core.group_status import (
     UPSTREAM_CONDITION,
@@ -95,7 +96,9 @@ class PodGroupStatusWriter:
                 await self.sync_once(changed)
 
     async def sync_once(self, refs: list[GroupRef] | None = None) -> None:
-        for ref in list(self.scheduler.cluster.groups) if refs is None else refs:
+        cluster = self.scheduler.cluster
+        everything = [*cluster.groups, *cluster.composites]
+        for ref in everything if refs is None else refs:
             if ref.dialect not in self.versions:
                 continue
             desired = self.desired(ref)
@@ -104,6 +107,11 @@ class PodGroupStatusWriter:
             await self._write(ref, desired)
 
     def desired(self, ref: GroupRef) -> JSON | None:
+        composite = self.scheduler.cluster.composites.get(ref)
+        if composite is not None:
+            return composite_status(
+                composite, self.actuator.outcomes.get(ref), self.current.get(ref) or {}, now=_now()
+            )
         group = self.scheduler.cluster.groups.get(ref)
         if group is None:
             return None
@@ -167,10 +175,13 @@ class PodGroupStatusWriter:
 
     async def _write(self, ref: GroupRef, status: JSON) -> None:
         version = self.versions[ref.dialect]
-        path = f"/apis/{version}/namespaces/{ref.namespace}/podgroups/{ref.name}/status"
+        kind, resource = "PodGroup", "podgroups"
+        if ref.dialect is Dialect.COMPOSITE:
+            kind, resource = "CompositePodGroup", "compositepodgroups"
+        path = f"/apis/{version}/namespaces/{ref.namespace}/{resource}/{ref.name}/status"
         body: JSON = {
             "apiVersion": version,
-            "kind": "PodGroup",
+            "kind": kind,
             "metadata": {"name": ref.name, "namespace": ref.namespace},
             "status": status,
         }

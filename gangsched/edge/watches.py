@@ -18,6 +18,7 @@ import structlog
 
 from gangsched.core.model import Dialect
 from gangsched.edge.cache import ClusterCache
+from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
 from gangsched.edge.informer import Informer
 from gangsched.edge.kube import Kube
@@ -37,7 +38,11 @@ POD_GROUP_GROUPS = {
 #: pods, nodes, namespaces, priority classes, budgets, the storage and DRA kinds and one per
 #: PodGroup dialect. The connection pool must be larger than this, or the watches take every
 #: connection and a lease renewal waits behind them until leadership is lost.
-MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS)
+MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS) + 1
+#: CompositePodGroups exist only in scheduling.k8s.io/v1alpha3 (Kubernetes 1.37+, gate
+#: CompositePodGroup); watched when the API server serves them there.
+COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
+COMPOSITE_INFORMER = "compositepodgroups.scheduling.k8s.io"
 
 
 @dataclass
@@ -47,7 +52,9 @@ class Watches:
     cache: ClusterCache
     volume_cache: VolumeCache
     dra_cache: DraCache
-    #: Called with (dialect, apiVersion) when a PodGroup informer starts.
+    composite_cache: CompositeCache
+    #: Called with (dialect, apiVersion) when a PodGroup informer starts (and with
+    #: Dialect.COMPOSITE when the CompositePodGroup informer does).
     on_pod_groups: Callable[[Dialect, str], None]
     discovery_seconds: float = 30.0
     informers: dict[str, Informer] = field(default_factory=dict)
@@ -158,14 +165,39 @@ class Watches:
                 kind="PodGroup",
             )
             self.on_pod_groups(POD_GROUP_GROUPS[name], version)
+        await self._discover_composites(groups)
         return True
 
-    async def _serves_pod_groups(self, group_version: str) -> bool:
+    async def _discover_composites(self, groups: dict[str, object]) -> None:
+        """Watch CompositePodGroups where scheduling.k8s.io/v1alpha3 serves them."""
+        if COMPOSITE_INFORMER in self.informers:
+            return
+        served = [
+            str(version.get("groupVersion", ""))
+            for entry in groups.get("groups", [])  # type: ignore[attr-defined]
+            if entry.get("name") == "scheduling.k8s.io"
+            for version in entry.get("versions") or []
+        ]
+        if COMPOSITE_API_VERSION not in served:
+            return
+        if not await self._serves_pod_groups(COMPOSITE_API_VERSION, "compositepodgroups"):
+            return
+        log.info("watching CompositePodGroups", apiVersion=COMPOSITE_API_VERSION)
+        self._add(
+            COMPOSITE_INFORMER,
+            f"/apis/{COMPOSITE_API_VERSION}/compositepodgroups",
+            self.composite_cache.handler(),
+            api_version=COMPOSITE_API_VERSION,
+            kind="CompositePodGroup",
+        )
+        self.on_pod_groups(Dialect.COMPOSITE, COMPOSITE_API_VERSION)
+
+    async def _serves_pod_groups(self, group_version: str, resource: str = "podgroups") -> bool:
         try:
             resources = await self.kube.get(f"/apis/{group_version}")
         except Exception:
             return False
-        return any(r.get("name") == "podgroups" for r in resources.get("resources", []))
+        return any(r.get("name") == resource for r in resources.get("resources", []))
 
     async def _rediscover(self) -> None:
         # Until discovery first succeeds (e.g. started while the API server restarts) retry

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.composite.model import composite_ref
 from gangsched.core.cycle import CycleResult, Gang, GangPlacer, gated_summary, member_order
-from gangsched.core.decisions import Bind, Nominate
+from gangsched.core.decisions import Bind, Decision, GroupOutcome, Nominate
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.preemption.victims import gang_priority, victim_priority
@@ -39,6 +40,7 @@ from gangsched.explain.report import (
     Member,
     PodFit,
     PreemptionView,
+    TreeLevel,
     Victim,
 )
 
@@ -67,6 +69,9 @@ def resolve(
             group = member.group
             if group is not None and (group.namespace, group.name) == (namespace, name):
                 return group, False
+        composite = composite_ref(namespace, name)
+        if composite in cluster.composites:
+            return composite, False
     if kind in (None, "pod"):
         found = cluster.pods.get(f"{namespace}/{name}")
         if found is not None:
@@ -123,8 +128,15 @@ def explain(
             f"pod {namespace}/{name} belongs to the {ref.dialect.value} PodGroup {ref.key}: "
             "the scheduler places the group whole"
         )
-    if key != ref:
+    if key != ref and key.dialect is Dialect.COMPOSITE:
+        out.notes.append(
+            f"{ref.key} is scheduled with the whole tree of CompositePodGroup {key.key}: "
+            "every level placed in one cycle, or nothing"
+        )
+    elif key != ref:
         out.notes.append(f"{ref.key} is scheduled together with its GangGroup {key.key}")
+    if gang.broken is not None:
+        out.notes.append(gang.broken.message)
     priority = gang_priority(gang)
     out.terminating_victims = _terminating_victims(gang, cluster, priority)
     if not gang.pending:
@@ -135,6 +147,7 @@ def explain(
     report = scheduler.schedule(gang, 0.0)
     out.result, out.message = report.result, report.message
     out.topology = report.topology
+    out.tree = tree_levels(gang, report.decisions)
     if report.result == SCHEDULED:
         out.placements = {d.pod: d.node for d in report.decisions if isinstance(d, Bind)}
         out.message = f"{out.message}: it fits now and is bound on its next attempt"
@@ -163,6 +176,34 @@ def explain(
             message="not attempted: the group is inconsistent (see the message)",
         )
     return out
+
+
+def tree_levels(gang: Gang, decisions: list[Decision]) -> list[TreeLevel]:
+    """The tree, root first, with each level's outcome from the cycle (which level failed,
+    and why)."""
+    if gang.tree is None:
+        return []
+    outcomes = {d.group: d for d in decisions if isinstance(d, GroupOutcome)}
+    levels = []
+    for node in gang.tree.walk():
+        depth = len(node.ancestors())
+        outcome = outcomes.get(node.ref)
+        if node.composite is not None:
+            kind, policy = "CompositePodGroup", node.composite.policy
+        else:
+            kind = "PodGroup"
+            policy = f"minCount {node.group.min_member}" if node.group is not None else ""
+        levels.append(
+            TreeLevel(
+                depth=depth,
+                kind=kind,
+                name=node.ref.key,
+                policy=policy,
+                result=outcome.result if outcome is not None else "",
+                message=outcome.message if outcome is not None else "",
+            )
+        )
+    return levels
 
 
 def _group_members(cluster: ClusterState, ref: GroupRef, gang: Gang) -> GroupMembers:

@@ -120,6 +120,15 @@ def render_table(e: Explanation) -> str:
             out.append(f"  {group.ref.dialect.value} {_group_line(group)}{suffix}")
     for note in e.notes:
         out.append(f"  note: {note}")
+    if e.tree:
+        out.append("")
+        out.append("Tree (every level placed in one cycle, or nothing):")
+        for level in e.tree:
+            indent = "  " * (level.depth + 1)
+            verdict = f": {level.result}" if level.result else ""
+            out.append(f"{indent}{level.kind} {level.name} [{level.policy}]{verdict}")
+            if level.message and level.result not in ("scheduled", ""):
+                out.append(f"{indent}  {_one_line(level.message)}")
 
     if e.members:
         out.append("")

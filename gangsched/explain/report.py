@@ -156,6 +156,31 @@ class PreemptionView:
 
 
 @dataclass(slots=True)
+class TreeLevel:
+    """One level of a CompositePodGroup tree and how the cycle left it."""
+
+    depth: int
+    #: "CompositePodGroup" or "PodGroup".
+    kind: str
+    name: str
+    #: "gang (minGroupCount N)", "basic", or for a PodGroup "minCount N".
+    policy: str
+    #: scheduled | unschedulable | waiting | error | waiting_on_preemption ("" not tried).
+    result: str
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "depth": self.depth,
+            "kind": self.kind,
+            "name": self.name,
+            "policy": self.policy,
+            "result": self.result,
+            "message": self.message,
+        }
+
+
+@dataclass(slots=True)
 class Explanation:
     #: What was asked about: "PodGroup ns/name" or "Pod ns/name".
     kind: str
@@ -182,6 +207,8 @@ class Explanation:
     source: str = "manifests"
     #: The domains the cycle tried, for a topology-constrained gang (issue 14).
     topology: TopologyReport | None = None
+    #: The CompositePodGroup tree the gang is, root first (empty for a plain gang).
+    tree: list[TreeLevel] = field(default_factory=list)
 
     @property
     def unplaced(self) -> list[PodFit]:
@@ -207,6 +234,7 @@ class Explanation:
             "events": self.events,
             "notes": self.notes,
             "topology": None if self.topology is None else topology_dict(self.topology),
+            "tree": [level.as_dict() for level in self.tree],
         }
 
 

@@ -25,6 +25,8 @@ PRIORITY_CLASS, PDB, POD_GROUP = "PriorityClass", "PodDisruptionBudget", "PodGro
 #: scheduling.k8s.io Workloads are PodGroup templates for controllers (a Job creates its PodGroup
 #: from one); kube-scheduler never reads them, so neither does simulate, but dumps contain them.
 WORKLOAD = "Workload"
+#: scheduling.k8s.io/v1alpha3 CompositePodGroup: a level of a PodGroup tree (KEP-6012).
+COMPOSITE = "CompositePodGroup"
 PVC, PV, STORAGE_CLASS = "PersistentVolumeClaim", "PersistentVolume", "StorageClass"
 CSI_NODE, CSI_DRIVER, CSI_CAPACITY = "CSINode", "CSIDriver", "CSIStorageCapacity"
 DEVICE_CLASS, RESOURCE_SLICE = "DeviceClass", "ResourceSlice"
@@ -46,19 +48,31 @@ KNOWN_KINDS: dict[tuple[str, str], str] = {
     ("storage.k8s.io", CSI_CAPACITY): CSI_CAPACITY,
     **{(group, POD_GROUP): POD_GROUP for group in POD_GROUP_API_GROUPS},
     ("scheduling.k8s.io", WORKLOAD): WORKLOAD,
+    ("scheduling.k8s.io", COMPOSITE): COMPOSITE,
     **{
         (RESOURCE_GROUP, kind): kind
         for kind in (DEVICE_CLASS, RESOURCE_SLICE, RESOURCE_CLAIM, CLAIM_TEMPLATE)
     },
 }
-_NAMESPACED = {POD, PDB, POD_GROUP, WORKLOAD, PVC, CSI_CAPACITY, RESOURCE_CLAIM, CLAIM_TEMPLATE}
+_NAMESPACED = {
+    POD,
+    PDB,
+    POD_GROUP,
+    WORKLOAD,
+    COMPOSITE,
+    PVC,
+    CSI_CAPACITY,
+    RESOURCE_CLAIM,
+    CLAIM_TEMPLATE,
+}
 #: Orders problems by file, then by position in the file; file-level errors sort last.
 PER_FILE = 10**9
 _SUPPORTED = (
     "v1 Namespace, Node, Pod, PersistentVolumeClaim, PersistentVolume; scheduling.k8s.io "
     "PriorityClass; policy PodDisruptionBudget; storage.k8s.io StorageClass, CSINode, "
     "CSIDriver, CSIStorageCapacity; PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io "
-    "or scheduling.k8s.io; scheduling.k8s.io Workload (read and ignored, as kube-scheduler does); "
+    "or scheduling.k8s.io; scheduling.k8s.io/v1alpha3 CompositePodGroup; scheduling.k8s.io "
+    "Workload (read and ignored, as kube-scheduler does); "
     "resource.k8s.io/v1 DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate"
 )
 

@@ -27,6 +27,7 @@ from gangsched.core.api import (
     pod_group_from_raw,
     priority_class_from_raw,
 )
+from gangsched.core.api.composite import composite_pod_group_from_raw
 from gangsched.core.api.nodes import NAMESPACE_NAME_LABEL
 from gangsched.core.api.storage import (
     csi_driver_from_raw,
@@ -49,6 +50,7 @@ from gangsched.core.model import Pod, PriorityClass
 from gangsched.core.volumes.book import VolumeBook
 from gangsched.simulate.documents import (
     CLAIM_TEMPLATE,
+    COMPOSITE,
     CSI_CAPACITY,
     CSI_DRIVER,
     CSI_NODE,
@@ -85,6 +87,7 @@ def load_cluster(paths: Sequence[str], *, scheduler_name: str) -> ClusterState:
         nodes=inventory.nodes,
         pods=inventory.pods,
         groups=inventory.pod_groups,
+        composites=inventory.composite_pod_groups,
         priority_classes=inventory.priority_classes,
         budgets=inventory.budgets,
         namespaces=inventory.namespaces,
@@ -142,6 +145,13 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
     for doc in by_kind[POD_GROUP]:
         try:
             inventory.pod_groups.append(pod_group_from_raw(doc.raw, priorities=priorities))
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+    for doc in by_kind[COMPOSITE]:
+        try:
+            inventory.composite_pod_groups.append(
+                composite_pod_group_from_raw(doc.raw, priorities=priorities)
+            )
         except InvalidObject as error:
             problems.invalid(doc, error)
     # Nodes that failed to convert still exist as far as their pods are concerned.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.composite.status import composite_status
 from gangsched.core.decisions import (
     AllocateClaim,
     Bind,
@@ -67,6 +68,12 @@ class GroupSummary:
     #: For a topology-constrained group: the label key and the domain its members run in
     #: (None while none is placed, or when a preferred-only group spans domains).
     topology: tuple[str, str | None] | None = None
+    #: "CompositePodGroup" for the levels of a tree (min_member is then minGroupCount and
+    #: scheduled the children placed); "" for PodGroups.
+    kind: str = ""
+    #: parentCompositePodGroupName, and (CompositePodGroups) the children, oldest first.
+    parent: str = ""
+    children: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -118,6 +125,9 @@ class SimulationResult:
                         if g.topology is not None
                         else {}
                     ),
+                    **({"kind": g.kind} if g.kind else {}),
+                    **({"parent": g.parent} if g.parent else {}),
+                    **({"children": g.children} if g.kind else {}),
                 }
                 for key, g in sorted(self.pod_groups.items())
             },
@@ -250,6 +260,14 @@ def _apply(
             conditions[decision.pod] = (decision.reason, decision.message)
         elif isinstance(decision, GroupOutcome):
             last_outcome[decision.group] = decision
+            composite = cluster.composites.get(decision.group)
+            if composite is not None:
+                status = composite_status(
+                    composite, decision, statuses.get(decision.group, {}), now=timestamp(now)
+                )
+                if status is not None:
+                    statuses[decision.group] = status
+                continue
             # What the live status writer would write now (upstream's condition, for one,
             # never goes back to False once a cycle succeeded).
             group = cluster.groups.get(decision.group)
@@ -313,11 +331,59 @@ def _summarise_groups(
             min_member=group.min_member,
             scheduled=counts.scheduled,
             message=outcome.message if outcome is not None else "",
-            conditions=[
-                {key: str(c.get(key, "")) for key in ("type", "status", "reason", "message")}
-                for c in status.get("conditions") or []
-            ],
+            conditions=_conditions(status),
             topology=_topology(cluster, group.topology, members),
+            parent=group.parent or "",
+        )
+    _summarise_composites(cluster, result, last_outcome, statuses)
+
+
+def _conditions(status: dict[str, Any]) -> list[dict[str, str]]:
+    return [
+        {key: str(c.get(key, "")) for key in ("type", "status", "reason", "message")}
+        for c in status.get("conditions") or []
+    ]
+
+
+def _summarise_composites(
+    cluster: ClusterState,
+    result: SimulationResult,
+    last_outcome: dict[GroupRef, GroupOutcome],
+    statuses: dict[GroupRef, dict[str, Any]],
+) -> None:
+    """CompositePodGroups next to the PodGroups: minGroupCount, the children placed (a
+    PodGroup with minCount pods scheduled, a CompositePodGroup whose condition is True), the
+    last outcome and the CompositePodGroupInitiallyScheduled condition."""
+    children = cluster.tree_children()
+
+    def placed(ref: GroupRef) -> bool:
+        if ref.dialect is Dialect.COMPOSITE:
+            held = statuses.get(ref, {}).get("conditions") or []
+            return any(c.get("status") == "True" for c in held)
+        group = cluster.groups.get(ref)
+        if group is None:
+            return False
+        return count_members(cluster.group_members(ref)).scheduled >= group.min_member
+
+    for ref in sorted(cluster.composites, key=lambda r: (r.namespace, r.name)):
+        composite = cluster.composites[ref]
+        outcome = last_outcome.get(ref)
+        status = statuses.get(ref, {})
+        kids = children.get(ref, [])
+        done = sum(1 for kid in kids if placed(kid))
+        phase = "Scheduled" if placed(ref) else ("Unschedulable" if outcome else "Pending")
+        if outcome is not None and outcome.result == "waiting":
+            phase = "Pending"
+        key = ref.key if ref.key not in result.pod_groups else f"{ref.key} (CompositePodGroup)"
+        result.pod_groups[key] = GroupSummary(
+            phase=phase,
+            min_member=composite.min_group_count,
+            scheduled=done,
+            message=outcome.message if outcome is not None else "",
+            conditions=_conditions(status),
+            kind="CompositePodGroup",
+            parent=composite.parent or "",
+            children=[kid.name for kid in kids],
         )
 
 

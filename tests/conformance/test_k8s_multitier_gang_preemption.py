@@ -1,15 +1,13 @@
 """kube-scheduler's test/integration/scheduler/preemption/podgroup/multitier_gang_preemption_test.go.
 
 Preemption across CompositePodGroup hierarchies (nested disruption modes, partial gangs, broken
-references). Cases with CompositePodGroup objects need issue 20 and are expected to fail until
-it lands. Nodes have 2 CPUs and 4 GiB; each case runs under both preemption strategies.
+references; gangsched.core.composite, issue 20). Nodes have 2 CPUs and 4 GiB; each case runs
+under both preemption strategies.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from tests.conformance.harness import (
     HOSTNAME,
@@ -23,7 +21,6 @@ from tests.conformance.harness import (
 )
 
 SOURCE = "kube-scheduler `test/integration/scheduler/preemption/podgroup/multitier_gang_preemption_test.go`"
-COMPOSITE = "not built yet: composite pod groups (issue 20)"
 
 
 def nodes(count: int) -> list[Manifest]:
@@ -91,7 +88,6 @@ def preemptor_groups() -> list[Manifest]:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITE)
 def test_three_tier_intermediate_all_mode_evicts_only_its_subtree(strategy: list[str]) -> None:
     """multitier_gang_preemption_test.go TestMultiTierCompositePodGroupPreemption_NestedDisruptionModes: 3-Tier Hierarchy: Intermediate CPG has DisruptionModeAll, Root CPG and Leaf PGs have DisruptionModeSingle - only intermediate subtree is evicted."""
     preemption_case(
@@ -117,7 +113,6 @@ def test_three_tier_intermediate_all_mode_evicts_only_its_subtree(strategy: list
     )
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITE)
 def test_three_tier_leaf_all_mode_evicts_only_the_leaf_group(strategy: list[str]) -> None:
     """multitier_gang_preemption_test.go TestMultiTierCompositePodGroupPreemption_NestedDisruptionModes: 3-Tier Hierarchy: Leaf PG has DisruptionModeAll, Root CPG and Mid CPG have DisruptionModeSingle - only leaf PG pods are evicted."""
     preemption_case(
@@ -145,7 +140,6 @@ def test_three_tier_leaf_all_mode_evicts_only_the_leaf_group(strategy: list[str]
     )
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITE)
 def test_three_tier_root_all_mode_evicts_the_whole_tree(strategy: list[str]) -> None:
     """multitier_gang_preemption_test.go TestMultiTierCompositePodGroupPreemption_NestedDisruptionModes: 3-Tier Hierarchy: Root CPG has DisruptionModeAll, Mid CPGs and Leaf PGs have DisruptionModeSingle - entire 3-tier tree is evicted atomically."""
     preemption_case(
@@ -189,7 +183,6 @@ def test_partial_podgroup_gang_preemption_evicts_only_for_min_count(strategy: li
     )
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITE)
 def test_partial_compositepodgroup_gang_preemption_evicts_only_for_min_group_count(
     strategy: list[str],
 ) -> None:
@@ -230,7 +223,6 @@ def _broken_hierarchy(
     return sc
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITE)
 def test_cyclic_compositepodgroup_references_during_preemption(strategy: list[str]) -> None:
     """multitier_gang_preemption_test.go TestCompositePodGroupPreemption_CyclicReferencesAndEdgeCases: Cyclic CompositePodGroup references during preemption dry-run ancestor traversal."""
     groups = [
@@ -244,7 +236,6 @@ def test_cyclic_compositepodgroup_references_during_preemption(strategy: list[st
     sc.assert_scheduled("independent-pod-1")
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITE)
 def test_multi_level_loop_in_compositepodgroup_hierarchy(strategy: list[str]) -> None:
     """multitier_gang_preemption_test.go TestCompositePodGroupPreemption_CyclicReferencesAndEdgeCases: Multi-level loop reference in CompositePodGroup hierarchy."""
     groups = [
@@ -256,7 +247,6 @@ def test_multi_level_loop_in_compositepodgroup_hierarchy(strategy: list[str]) ->
     _broken_hierarchy(groups, "pg-loop", "loop", strategy)
 
 
-@pytest.mark.xfail(strict=True, reason=COMPOSITE)
 def test_self_referencing_compositepodgroup(strategy: list[str]) -> None:
     """multitier_gang_preemption_test.go TestCompositePodGroupPreemption_CyclicReferencesAndEdgeCases: Self-referencing CompositePodGroup handling."""
     groups = [

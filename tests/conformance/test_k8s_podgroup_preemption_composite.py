@@ -1,10 +1,8 @@
 """kube-scheduler's podgrouppreemption_test.go, TestCompositePodGroupPreemption.
 
 Preemption where preemptors or victims sit under scheduling.k8s.io/v1alpha3 CompositePodGroups
-(KEP-6012). Every case needs composite groups, which gangsched does not read yet (issue 20), so
-every case is expected to fail until then; they are ported in full so that they check the feature
-when it lands. Each runs under both preemption strategies. Where upstream registers a preset
-score plugin the case says so; as in TestPodGroupPreemption, the victims are forced by capacity.
+(KEP-6012; gangsched.core.composite, issue 20). Each runs under both preemption strategies.
+Where upstream registers a preset score plugin the case says so; as in TestPodGroupPreemption, the victims are forced by capacity.
 Not ported: "Reserve plugins are called during preemption simulation, so second pod fails"
 (a mock Reserve plugin; see tests/conformance/README.md).
 """
@@ -12,8 +10,6 @@ Not ported: "Reserve plugins are called during preemption simulation, so second 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from tests.conformance.harness import (
     HOSTNAME,
@@ -27,8 +23,6 @@ from tests.conformance.harness import (
 )
 
 SOURCE = "kube-scheduler `test/integration/scheduler/preemption/podgroup/podgrouppreemption_test.go` (TestCompositePodGroupPreemption)"
-COMPOSITE = "not built yet: composite pod groups (issue 20)"
-pytestmark = pytest.mark.xfail(strict=True, reason=COMPOSITE)
 
 
 def n(name: str, cpu: str, *, hostname_label: bool = False) -> Manifest:

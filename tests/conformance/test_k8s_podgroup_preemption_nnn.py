@@ -9,8 +9,6 @@ preemption timing does not change the outcome, so one case per row.
 
 from __future__ import annotations
 
-import pytest
-
 from tests.conformance.harness import (
     Manifest,
     Scenario,
@@ -83,7 +81,6 @@ def test_full_basic_podgroup_preemption_clears_nominated_node_name_after_binding
     _full(upstream_group("pg1", priority=100), strategy)
 
 
-@pytest.mark.xfail(strict=True, reason="not built yet: composite pod groups (issue 20)")
 def test_cpg_preempt_lower_priority_clears_nominated_node_name_after_binding(
     strategy: list[str],
 ) -> None:

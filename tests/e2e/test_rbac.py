@@ -48,6 +48,14 @@ CASES = [
         "podgroups.scheduling.sigs.k8s.io",
         "list/watch podgroups.scheduling.sigs.k8s.io",
     ),
+    Case(
+        "compositepodgroups",
+        "scheduling.k8s.io",
+        "compositepodgroups",
+        "list",
+        "compositepodgroups.scheduling.k8s.io",
+        "list/watch compositepodgroups.scheduling.k8s.io",
+    ),
     Case("events", "events.k8s.io", "events", "create", "events.events.k8s.io", "event"),
     Case(
         "claims",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gangsched.core.api.priority import PriorityResolver
+from gangsched.core.composite.model import CompositePodGroup
 from gangsched.core.dra.model import (
     DeviceClass,
     ResourceClaim,
@@ -28,6 +29,8 @@ class Inventory:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     pod_groups: list[PodGroup] = field(default_factory=list)
+    #: scheduling.k8s.io/v1alpha3 CompositePodGroups (the inner levels of PodGroup trees).
+    composite_pod_groups: list[CompositePodGroup] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     budgets: list[DisruptionBudget] = field(default_factory=list)
     #: Namespace name -> labels (with kubernetes.io/metadata.name), declared or referenced.

@@ -7,6 +7,7 @@ honour each one's semantics so that the same objects mean the same thing here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,7 @@ _UNION_DISRUPTION_MODES = {"single": DisruptionMode.SINGLE, "all": DisruptionMod
 #: The scheduling.k8s.io versions that ever served PodGroups: v1alpha2 (1.36 only), v1alpha3 and
 #: v1beta1 (1.37+, the same shape; v1beta1 is the storage version and what kube-scheduler reads).
 UPSTREAM_POD_GROUP_VERSIONS = ("v1beta1", "v1alpha3", "v1alpha2")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def pod_group_from_raw(
@@ -76,7 +78,7 @@ def pod_group_from_raw(
     return group
 
 
-def _resolve_class(
+def resolve_class(
     r: Reader, class_name: str, priorities: PriorityResolver, *, upstream: bool
 ) -> PriorityClass | None:
     """CRD groups take a priority only from a named class; upstream admission always resolves."""
@@ -114,7 +116,7 @@ def _read_crd(
     group.topology = merge(r, read_crd_topology(r, spec), kai)
     # gangsched's KEP-5710 extension of the sigs CRD, and Koordinator's GangGroup annotation.
     class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
-    priority_class = _resolve_class(r, class_name, priorities, upstream=False)
+    priority_class = resolve_class(r, class_name, priorities, upstream=False)
     group.priority_class_name = class_name
     if priority_class is not None:
         group.priority = priority_class.value
@@ -160,7 +162,8 @@ def _read_upstream(
         group.min_member = min_count or 1
     elif not has_basic and spec.get("schedulingPolicy") is not None:
         r.add(policy_field, "must set one of basic and gang")
-    group.disruption_mode = _read_upstream_disruption_mode(
+    group.parent = read_parent(r, spec)
+    group.disruption_mode = read_disruption_mode(
         r, spec.get("disruptionMode"), v1alpha2=version == "v1alpha2"
     )
     group.topology = read_upstream_topology(r, spec, version=version)
@@ -175,7 +178,7 @@ def _read_upstream(
         if class_name:  # keep the class for its preemption policy, but trust the number
             priority_class = priorities.get(class_name)
     else:
-        priority_class = _resolve_class(r, class_name, priorities, upstream=True)
+        priority_class = resolve_class(r, class_name, priorities, upstream=True)
     group.priority_class_name = class_name or (priority_class.name if priority_class else "")
     group.priority = (
         explicit if explicit is not None else (priority_class.value if priority_class else 0)
@@ -188,7 +191,23 @@ def _read_upstream(
     )
 
 
-def _read_upstream_disruption_mode(r: Reader, raw: Any, *, v1alpha2: bool) -> DisruptionMode:
+def read_parent(r: Reader, spec: Mapping[str, Any]) -> str | None:
+    """spec.parentCompositePodGroupName: a CompositePodGroup in the same namespace."""
+    field = "spec.parentCompositePodGroupName"
+    raw = spec.get(field.rpartition(".")[2])
+    if raw is None:
+        return None
+    name = r.string(raw, field)
+    if not name:
+        r.add(field, "must not be empty (leave it out for a root)")
+        return None
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        r.add(field, f"{show(name)} is not a valid object name (a DNS subdomain)")
+        return None
+    return name
+
+
+def read_disruption_mode(r: Reader, raw: Any, *, v1alpha2: bool) -> DisruptionMode:
     """v1alpha2 spelled the mode as a string; v1alpha3 and v1beta1 as a union of empty structs
     with exactly one member set (the API server's declarative validation refuses `{}`)."""
     field = "spec.disruptionMode"

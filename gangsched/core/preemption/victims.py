@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.composite.tree import highest_all_ancestor, leaves_below
 from gangsched.core.cycle import Gang
 from gangsched.core.model import PREEMPT_NEVER, DisruptionMode, GroupRef, Pod, PodGroup
 from gangsched.core.snapshot import Snapshot
@@ -74,7 +75,14 @@ def gang_priority(gang: Gang) -> int:
 
 
 def preemption_disabled(gang: Gang, cluster: ClusterState) -> bool:
-    """preemptionPolicy Never on any pending pod, on a PodGroup, or on a group's class."""
+    """preemptionPolicy Never on any pending pod, on a PodGroup, or on a group's class; for a
+    tree, on its root CompositePodGroup (upstream takes the policy from the root)."""
+    root = gang.tree.composite if gang.tree is not None else None
+    if root is not None:
+        pc = cluster.priority_classes.get(root.priority_class_name)
+        policy = root.preemption_policy or (pc.preemption_policy if pc is not None else None)
+        if policy == PREEMPT_NEVER:
+            return True
     for part in gang.parts:
         if part.group.preemption_policy == PREEMPT_NEVER:
             return True
@@ -128,8 +136,9 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
     # not in the snapshot. Checking identities as well costs little and guards odd states.
     own_ids = {id(pod) for part in gang.parts for pod in (*part.pending, *part.bound)}
     groups = cluster.groups
-    #: id(GroupRef) -> (ref is the gang's own, the PodGroup or None)
-    seen_refs: dict[int, tuple[bool, PodGroup | None]] = {}
+    composites = cluster.composites
+    #: id(GroupRef) -> (ref is the gang's own, the PodGroup or None, the All-mode unit or None)
+    seen_refs: dict[int, tuple[bool, PodGroup | None, GroupRef | None]] = {}
     all_mode_kind = DisruptionMode.ALL
     singles: list[VictimUnit] = []
     owners: list[VictimUnit] = []
@@ -149,14 +158,21 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
             if ref is not None:
                 cached = seen_refs.get(id(ref))
                 if cached is None:
-                    cached = (ref in own_refs, groups.get(ref))
+                    found = groups.get(ref)
+                    unit_ref: GroupRef | None = None
+                    if found is not None and found.parent is not None:
+                        # KEP-6012: the highest DisruptionMode All level above goes whole.
+                        unit_ref = highest_all_ancestor(ref, groups, composites)
+                    elif found is not None and found.disruption_mode is all_mode_kind:
+                        unit_ref = ref
+                    cached = (ref in own_refs, found, unit_ref)
                     seen_refs[id(ref)] = cached
-                own, group = cached
+                own, group, unit_ref = cached
                 if own:
                     continue
                 if group is not None:
-                    if group.disruption_mode is all_mode_kind:
-                        all_mode.setdefault(ref, []).append((pod, i))
+                    if unit_ref is not None:
+                        all_mode.setdefault(unit_ref, []).append((pod, i))
                         continue
                     if group.priority is not None:
                         prio = group.priority
@@ -171,14 +187,22 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
             pod_nodes.append(i)
             requests.append(pod.requests)
     units = singles
+    children = cluster.tree_children() if composites else {}
     for ref, placed in all_mode.items():
-        group = groups[ref]
-        prio = part_priority(group, (pod for pod, _ in placed))
+        composite = composites.get(ref)
+        if composite is not None:
+            prio = composite.priority
+            members = [
+                pod for leaf in leaves_below(ref, children) for pod in cluster.group_members(leaf)
+            ]
+        else:
+            prio = part_priority(groups[ref], (pod for pod, _ in placed))
+            members = cluster.group_members(ref)
         if prio >= priority:
             continue
         evicted = [pod for pod, _ in placed]
         included = {pod.key for pod in evicted}
-        for pod in cluster.group_members(ref):
+        for pod in members:
             # Members bound to nodes the snapshot does not know still go with their group.
             if pod.key in included or pod.node_name is None or pod.terminating:
                 continue
@@ -193,7 +217,12 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
             priority=prio,
             group=ref,
             created=min(pod.created for pod in evicted),
-            groups=(ref,),
+            # A tree disrupts its CompositePodGroup as well as each PodGroup losing pods.
+            groups=(
+                (ref, *sorted({p.group for p in evicted if p.group is not None}, key=str))
+                if composite is not None
+                else (ref,)
+            ),
             nodes=tuple(sorted({i for _, i in placed})),
         )
         units.append(unit)

@@ -218,8 +218,8 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
         kind: Pod
         metadata: {name: p}
         ---
-        apiVersion: scheduling.k8s.io/v1alpha3
-        kind: CompositePodGroup
+        apiVersion: batch/v1
+        kind: Job
         metadata: {name: w}
         ---
         kind: Node
@@ -233,16 +233,15 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
         "gangsched reads v1 Namespace, Node, Pod, PersistentVolumeClaim, PersistentVolume; "
         "scheduling.k8s.io PriorityClass; policy PodDisruptionBudget; storage.k8s.io "
         "StorageClass, CSINode, CSIDriver, CSIStorageCapacity; PodGroup of "
-        "scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io; scheduling.k8s.io "
+        "scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io; "
+        "scheduling.k8s.io/v1alpha3 CompositePodGroup; scheduling.k8s.io "
         "Workload (read and ignored, as kube-scheduler does); resource.k8s.io/v1 DeviceClass, "
         "ResourceSlice, ResourceClaim, ResourceClaimTemplate"
     )
     assert problems(path) == [
         f"{path}:1: Deployment prod/web: unsupported object apps/v1/Deployment; {supported}",
         f"{path}:5: Pod p: unsupported object v2/Pod; {supported}",
-        f"{path}:9: CompositePodGroup w: unsupported object "
-        "scheduling.k8s.io/v1alpha3/CompositePodGroup; "
-        f"{supported}",
+        f"{path}:9: Job w: unsupported object batch/v1/Job; {supported}",
         f"{path}:13: Node n: apiVersion: is required",
         f"{path}:16: expected a Kubernetes object (a mapping), got list",
     ]

@@ -1,0 +1,564 @@
+"""One cycle for a whole CompositePodGroup tree: every level placed, or nothing of it.
+
+Upstream (kube-scheduler 1.37, KEP-6012) walks the children of each CompositePodGroup in a
+fixed order, places each child greedily, and gives up as soon as minGroupCount is out of
+reach. That misses placements that exist: an early child can take the room a later one needed,
+and which k of the n children to take matters. Here the same greedy pass comes first (same
+result as upstream wherever upstream succeeds), then two searches over the same snapshot:
+
+1. which children to take: a depth-first search over the leaf PodGroups (take it, placed by
+   the ordinary gang cycle, or leave it out), in tree order and then largest first, pruned as
+   soon as the root can no longer be satisfied;
+2. where each pod goes: a depth-first search over (pod, node) across the whole tree, every
+   leaf all or nothing, exact on small trees within the cycle's search budget.
+
+A level is satisfied when its PodGroup has minCount members (bound ones count), or its
+CompositePodGroup has minGroupCount satisfied children (one for a basic policy). Placements
+in a subtree whose parent is not satisfied are never kept: a parent that fails fails every
+child below it. Once the root is satisfied, the children that were not needed are still placed
+where they fit, each all or nothing (as upstream keeps evaluating them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gangsched.core.composite.tree import TreeNode
+from gangsched.core.composite.validation import validate_tree
+from gangsched.core.cycle import (
+    CycleResult,
+    Gang,
+    GangMember,
+    GangPlacer,
+    _node_signature,
+    _nodes_interchangeable,
+    extend_placement,
+    member_order,
+)
+from gangsched.core.framework import Diagnosis
+from gangsched.core.model import GroupRef, Pod
+from gangsched.core.snapshot import Snapshot
+from gangsched.core.status import Code
+
+#: Leaf placements the "which children" search may try before it gives up.
+SUBSET_BUDGET = 256
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """The state of one way of placing the tree: what is placed, what is satisfied, why not."""
+
+    placements: list[tuple[Pod, int]] = field(default_factory=list)
+    satisfied: dict[GroupRef, bool] = field(default_factory=dict)
+    messages: dict[GroupRef, str] = field(default_factory=dict)
+    pod_messages: dict[str, str] = field(default_factory=dict)
+    failed_pod: Pod | None = None
+    diagnosis: Diagnosis | None = None
+
+
+class TreePlacement:
+    """Places one tree over a snapshot (see the module doc); successful placements stay
+    assumed, failed ones are rolled back."""
+
+    def __init__(self, placer: GangPlacer, gang: Gang, snap: Snapshot) -> None:
+        assert gang.tree is not None
+        self.placer = placer
+        self.gang = gang
+        self.tree: TreeNode = gang.tree
+        self.snap = snap
+        self.parts: dict[GroupRef, GangMember] = {part.group.ref: part for part in gang.parts}
+        self.nodes = self.tree.walk()
+
+    # ------------------------------------------------------------------------ leaf facts
+    def _part(self, node: TreeNode) -> GangMember | None:
+        return self.parts.get(node.ref)
+
+    def _bound_ok(self, node: TreeNode) -> bool:
+        part = self._part(node)
+        return part is not None and part.quorum_bound >= part.group.min_member
+
+    def _leaf_ready(self, node: TreeNode) -> bool:
+        part = self._part(node)
+        return (
+            part is not None
+            and node.group is not None
+            and part.quorum_bound + len(part.pending) >= part.group.min_member
+        )
+
+    def ready(self, node: TreeNode) -> bool:
+        """Upstream's readiness (propagates up): a PodGroup with minCount members, a
+        CompositePodGroup with minGroupCount ready children (one, basic)."""
+        if node.is_leaf:
+            return self._leaf_ready(node)
+        if node.composite is None:
+            return False
+        return sum(1 for child in node.children if self.ready(child)) >= node.needed
+
+    def not_ready_reason(self, node: TreeNode) -> str:
+        """Why `node` is not ready, naming the deepest level that holds it back."""
+        if node.is_leaf:
+            part = self._part(node)
+            if part is None or node.group is None:
+                return f"PodGroup {node.ref.key} does not exist"
+            have = part.quorum_bound + len(part.pending)
+            return f"PodGroup {node.ref.key} has {have} of minCount {part.group.min_member} pods"
+        ready = sum(1 for child in node.children if self.ready(child))
+        text = (
+            f"CompositePodGroup {node.ref.key} has {ready} ready of {len(node.children)} "
+            f"children, needs {node.needed} ({node.composite.policy if node.composite else ''})"
+        )
+        first = next((child for child in node.children if not self.ready(child)), None)
+        if first is not None:
+            text += f"; {self.not_ready_reason(first)}"
+        return text
+
+    # ------------------------------------------------------------------------ the cycle
+    def run(self) -> CycleResult:
+        error = validate_tree(self.gang, self.tree)
+        if error is not None:
+            return CycleResult(Code.ERROR, message=error)
+        if not self.ready(self.tree):
+            return CycleResult(
+                Code.WAIT,
+                message=f"the tree of {self.tree.label()} is not ready: "
+                + self.not_ready_reason(self.tree),
+            )
+        if not self.gang.pending:
+            return CycleResult(Code.SUCCESS, strategy="already-bound")
+        snap = self.snap
+        mark = snap.checkpoint()
+        first = _Attempt()
+        if self._greedy(self.tree, first) and first.placements:
+            return self._success(first, "greedy")
+        snap.rollback(mark)
+        if first.satisfied.get(self.tree.ref) and not first.placements:
+            # Satisfied by bound members alone and nothing more fits: upstream's
+            # "at least one pod must be scheduled" turns this into Unschedulable.
+            return self._failure(first, nothing_placed=True)
+        searches: tuple[tuple[str, Callable[[], _Attempt | None]], ...] = (
+            ("which-children", lambda: self._subset_search(self._leaf_orders()[0])),
+            ("which-children-largest-first", lambda: self._subset_search(self._leaf_orders()[1])),
+            ("tree-backtracking", self._backtrack),
+        )
+        for name, search in searches:
+            attempt = search()
+            if attempt is not None:
+                return self._success(attempt, name)
+            snap.rollback(mark)
+        return self._failure(first)
+
+    # ------------------------------------------------------------------------ greedy
+    def _greedy(self, node: TreeNode, at: _Attempt) -> bool:
+        """Upstream's order: children oldest first, each placed whole or rolled back."""
+        if node.is_leaf:
+            return self._place_leaf(node, at)
+        snap = self.snap
+        mark, start = snap.checkpoint(), len(at.placements)
+        placed = 0
+        failed: TreeNode | None = None
+        for index, child in enumerate(node.children):
+            if placed + len(node.children) - index < node.needed:
+                break
+            child_mark, child_start = snap.checkpoint(), len(at.placements)
+            if self._greedy(child, at):
+                placed += 1
+                continue
+            snap.rollback(child_mark)
+            del at.placements[child_start:]
+            failed = failed or child
+        if placed >= node.needed:
+            at.satisfied[node.ref] = True
+            at.messages[node.ref] = _placed_message(node, placed)
+            return True
+        snap.rollback(mark)
+        del at.placements[start:]
+        at.satisfied[node.ref] = False
+        at.messages[node.ref] = _short_message(node, placed, failed, at.messages)
+        return False
+
+    def _place_leaf(self, node: TreeNode, at: _Attempt) -> bool:
+        part = self._part(node)
+        if part is None or not self._leaf_ready(node):
+            at.satisfied[node.ref] = False
+            at.messages[node.ref] = self.not_ready_reason(node)
+            return False
+        if self._bound_ok(node):
+            # minCount is met by bound members: members beyond it go where they fit.
+            self._extend_leaf(node, at)
+            at.satisfied[node.ref] = True
+            at.messages[node.ref] = "minCount met by bound members"
+            return True
+        result = self.placer.place_gang(Gang(key=node.ref, parts=[part]), self.snap)
+        at.pod_messages.update(result.pod_messages)
+        if result.code is Code.SUCCESS:
+            at.placements.extend(result.placements)
+            at.satisfied[node.ref] = True
+            at.messages[node.ref] = f"{len(result.placements)} pod(s) placed"
+            return True
+        at.satisfied[node.ref] = False
+        at.messages[node.ref] = result.message
+        if at.failed_pod is None and result.failed_pod is not None:
+            at.failed_pod, at.diagnosis = result.failed_pod, result.diagnosis
+        return False
+
+    def _extend_leaf(self, node: TreeNode, at: _Attempt) -> None:
+        part = self._part(node)
+        if part is None or not part.pending:
+            return
+        placed = {id(pod) for pod, _ in at.placements}
+        if all(id(pod) in placed for pod in part.pending):
+            return
+        partial = CycleResult(
+            Code.SUCCESS, placements=[(p, n) for p, n in at.placements if p in part.pending]
+        )
+        before = len(partial.placements)
+        extend_placement(
+            Gang(key=node.ref, parts=[part]), self.snap, self.placer.framework, partial
+        )
+        at.placements.extend(partial.placements[before:])
+        at.pod_messages.update(partial.pod_messages)
+
+    # ------------------------------------------------------------------------ search 1
+    def _leaf_orders(self) -> tuple[list[TreeNode], list[TreeNode]]:
+        leaves = [leaf for leaf in self.tree.leaves() if self._leaf_ready(leaf)]
+        return leaves, sorted(leaves, key=self._demand, reverse=True)
+
+    def _demand(self, node: TreeNode) -> float:
+        """A leaf's share of the cluster: its minCount smallest pending pods' dominant share."""
+        part = self._part(node)
+        if part is None or not part.pending:
+            return 0.0
+        snap = self.snap
+        capacity = snap.allocatable.sum(axis=0).astype(np.float64) if len(snap) else None
+        vectors = np.stack([snap.vector(pod) for pod in part.pending]).astype(np.float64)
+        need = max(part.group.min_member - part.quorum_bound, 0)
+        wanted = np.sort(vectors, axis=0)[:need].sum(axis=0)
+        if capacity is None:
+            return 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shares = np.where(capacity > 0, wanted / capacity, 0.0)
+        return float(shares.max(initial=0.0))
+
+    def _subset_search(self, order: list[TreeNode]) -> _Attempt | None:
+        """Which leaves to take: each one placed whole by the gang cycle, or left out."""
+        snap = self.snap
+        at = _Attempt()
+        decided: dict[GroupRef, bool] = {}
+        budget = [SUBSET_BUDGET]
+
+        def search(index: int) -> bool:
+            if index == len(order):
+                return self._complete(decided) and bool(at.placements)
+            if budget[0] <= 0:
+                return False
+            leaf = order[index]
+            part = self._part(leaf)
+            if self._bound_ok(leaf) or part is None:
+                decided[leaf.ref] = self._bound_ok(leaf)
+                if self._achievable(decided) and search(index + 1):
+                    return True
+                del decided[leaf.ref]
+                return False
+            budget[0] -= 1
+            mark, start = snap.checkpoint(), len(at.placements)
+            result = self.placer.place_gang(Gang(key=leaf.ref, parts=[part]), snap)
+            if result.code is Code.SUCCESS:
+                at.placements.extend(result.placements)
+                decided[leaf.ref] = True
+                if self._achievable(decided) and search(index + 1):
+                    return True
+                del at.placements[start:]
+            snap.rollback(mark)
+            decided[leaf.ref] = False
+            if self._achievable(decided) and search(index + 1):
+                return True
+            del decided[leaf.ref]
+            return False
+
+        if not search(0):
+            return None
+        self._mark_satisfied(at, decided)
+        return at
+
+    # ------------------------------------------------------------------------ search 2
+    def _backtrack(self) -> _Attempt | None:
+        """Where each pod goes, across the whole tree (module doc, search 2)."""
+        snap, framework = self.snap, self.placer.framework
+        config = self.placer.config
+        leaves = [
+            leaf
+            for leaf in self._leaf_orders()[1]
+            if not self._bound_ok(leaf) and self._part(leaf) is not None
+        ]
+        sequence: list[tuple[Pod, TreeNode, bool]] = []
+        for leaf in leaves:
+            part = self._part(leaf)
+            assert part is not None
+            pods = member_order(part.pending)
+            sequence += [(pod, leaf, i == len(pods) - 1) for i, pod in enumerate(pods)]
+        placed: dict[GroupRef, int] = {leaf.ref: 0 for leaf in leaves}
+        remaining: dict[GroupRef, int] = {
+            leaf.ref: len(self._part(leaf).pending)  # type: ignore[union-attr]
+            for leaf in leaves
+        }
+        at = _Attempt()
+        budget = [config.search_budget]
+        dedupe = _nodes_interchangeable([pod for pod, _, _ in sequence], snap)
+
+        def leaf_state() -> dict[GroupRef, bool | None]:
+            state: dict[GroupRef, bool | None] = {}
+            for leaf in self.tree.leaves():
+                part = self._part(leaf)
+                if part is None:
+                    state[leaf.ref] = False
+                elif self._bound_ok(leaf):
+                    state[leaf.ref] = True
+                elif leaf.ref not in placed:
+                    state[leaf.ref] = False  # not ready
+                else:
+                    have = part.quorum_bound + placed[leaf.ref]
+                    if have >= part.group.min_member:
+                        state[leaf.ref] = True
+                    elif have + remaining[leaf.ref] < part.group.min_member:
+                        state[leaf.ref] = False
+                    else:
+                        state[leaf.ref] = None  # still open
+            return state
+
+        def leaf_whole(leaf: TreeNode) -> bool:
+            part = self._part(leaf)
+            assert part is not None
+            count = placed[leaf.ref]
+            return count == 0 or part.quorum_bound + count >= part.group.min_member
+
+        def done() -> bool:
+            # Checked at leaf boundaries only: every leaf before is whole, every later one
+            # has nothing placed yet.
+            state = leaf_state()
+            leaves = {ref: value is True for ref, value in state.items()}
+            return bool(at.placements) and self._complete(leaves, placed_counts=placed)
+
+        def search(index: int) -> bool:
+            if index == len(sequence) or (index > 0 and sequence[index - 1][2] and done()):
+                return done()
+            if budget[0] <= 0:
+                return False
+            pod, leaf, last = sequence[index]
+            remaining[leaf.ref] -= 1
+            ctx = framework.context(pod, snap)
+            mask = framework.feasible(ctx, snap)
+            seen: set[object] = set()
+            tried = 0
+            for node in framework.ranked(ctx, snap, mask):
+                if tried >= config.search_width or budget[0] <= 0:
+                    break
+                if dedupe:
+                    signature = _node_signature(snap, int(node))
+                    if signature in seen:
+                        continue
+                    seen.add(signature)
+                tried += 1
+                budget[0] -= 1
+                mark = snap.checkpoint()
+                snap.assume(pod, int(node))
+                at.placements.append((pod, int(node)))
+                placed[leaf.ref] += 1
+                whole = not last or leaf_whole(leaf)
+                if whole and self._achievable_open(leaf_state()) and search(index + 1):
+                    return True
+                placed[leaf.ref] -= 1
+                at.placements.pop()
+                snap.rollback(mark)
+            whole = not last or leaf_whole(leaf)
+            if whole and self._achievable_open(leaf_state()) and search(index + 1):
+                return True
+            remaining[leaf.ref] += 1
+            return False
+
+        if not search(0):
+            return None
+        state = leaf_state()
+        self._mark_satisfied(at, {ref: value is True for ref, value in state.items()})
+        return at
+
+    # ------------------------------------------------------------------------ verdicts
+    def _count(self, node: TreeNode, leaves: dict[GroupRef, bool]) -> bool:
+        if node.is_leaf:
+            return leaves.get(node.ref, False)
+        return sum(1 for child in node.children if self._count(child, leaves)) >= node.needed
+
+    def _achievable(self, decided: dict[GroupRef, bool]) -> bool:
+        """Whether the root can still be satisfied, undecided ready leaves counted as yes."""
+        leaves = {
+            leaf.ref: decided.get(leaf.ref, self._leaf_ready(leaf)) for leaf in self.tree.leaves()
+        }
+        return self._count(self.tree, leaves)
+
+    def _achievable_open(self, state: dict[GroupRef, bool | None]) -> bool:
+        return self._count(self.tree, {ref: value is not False for ref, value in state.items()})
+
+    def _complete_partial(self, state: dict[GroupRef, bool | None]) -> bool:
+        """Open leaves count as not placed: is the tree already satisfied without them?"""
+        return self._count(self.tree, {ref: bool(value) for ref, value in state.items()})
+
+    def _complete(
+        self,
+        leaves: dict[GroupRef, bool],
+        *,
+        placed_counts: dict[GroupRef, int] | None = None,
+    ) -> bool:
+        """The root is satisfied and every leaf that got pods has every ancestor satisfied."""
+        if not self._count(self.tree, leaves):
+            return False
+        for leaf in self.tree.leaves():
+            took = leaves.get(leaf.ref, False) and not self._bound_ok(leaf)
+            if placed_counts is not None:
+                took = placed_counts.get(leaf.ref, 0) > 0
+            if took and not all(self._count(up, leaves) for up in leaf.ancestors()):
+                return False
+        return True
+
+    def _mark_satisfied(self, at: _Attempt, leaves: dict[GroupRef, bool]) -> None:
+        for node in self.nodes:
+            ok = self._count(node, leaves)
+            at.satisfied[node.ref] = ok
+            if node.is_leaf:
+                at.messages[node.ref] = "placed" if ok else "not needed by its parent"
+            else:
+                placed = sum(1 for child in node.children if self._count(child, leaves))
+                at.messages[node.ref] = _placed_message(node, placed)
+
+    # ------------------------------------------------------------------------ results
+    def _success(self, at: _Attempt, strategy: str) -> CycleResult:
+        self._extend(self.tree, at)
+        placed = {id(pod) for pod, _ in at.placements}
+        for part in self.gang.parts:
+            for pod in part.pending:
+                if id(pod) in placed:
+                    at.pod_messages.pop(pod.key, None)
+                elif pod.key not in at.pod_messages:
+                    at.pod_messages[pod.key] = self._why_not(pod, at)
+        return CycleResult(
+            Code.SUCCESS,
+            placements=at.placements,
+            pod_messages=at.pod_messages,
+            failed_pod=at.failed_pod,
+            diagnosis=at.diagnosis,
+            strategy=strategy,
+            levels={
+                ref: (at.satisfied.get(ref, False), at.messages.get(ref, ""))
+                for ref in (node.ref for node in self.nodes)
+            },
+        )
+
+    def _extend(self, node: TreeNode, at: _Attempt) -> None:
+        """After the root is satisfied: members beyond minCount of placed leaves, and the
+        children not needed for minGroupCount, each placed whole where it fits."""
+        if node.is_leaf:
+            if at.satisfied.get(node.ref):
+                self._extend_leaf(node, at)
+            return
+        for child in node.children:
+            if at.satisfied.get(child.ref):
+                self._extend(child, at)
+                continue
+            mark, start = self.snap.checkpoint(), len(at.placements)
+            trial = _Attempt(placements=at.placements)
+            if self._greedy(child, trial):
+                at.satisfied.update(trial.satisfied)
+                at.messages.update(trial.messages)
+                at.pod_messages.update(trial.pod_messages)
+                self._extend(child, at)
+                continue
+            self.snap.rollback(mark)
+            del at.placements[start:]
+            for ref, message in trial.messages.items():
+                if not trial.satisfied.get(ref):
+                    at.satisfied[ref] = False
+                    at.messages[ref] = message
+            at.pod_messages.update(
+                {k: v for k, v in trial.pod_messages.items() if k not in at.pod_messages}
+            )
+        if not node.is_leaf:
+            placed = sum(1 for child in node.children if at.satisfied.get(child.ref))
+            at.messages[node.ref] = _placed_message(node, placed)
+
+    def _failure(self, at: _Attempt, *, nothing_placed: bool = False) -> CycleResult:
+        root = self.tree
+        if nothing_placed:
+            message = (
+                f"{root.label()} is satisfied by its bound members, but none of the "
+                f"{len(self.gang.pending)} pending pod(s) fits"
+            )
+        else:
+            message = f"{root.label()}: {at.messages.get(root.ref) or 'cannot be scheduled'}"
+        levels: dict[GroupRef, tuple[bool, str]] = {}
+        for node in self.nodes:
+            own = at.messages.get(node.ref)
+            if node is root:
+                own = message
+            elif at.satisfied.get(node.ref) or own is None:
+                failed_above = next(
+                    (up for up in node.ancestors() if not at.satisfied.get(up.ref, False)), root
+                )
+                verb = "placeable" if at.satisfied.get(node.ref) else "not tried"
+                own = f"{verb}, but {failed_above.label()} cannot be scheduled"
+            levels[node.ref] = (False, own)
+        for part in self.gang.parts:
+            for pod in part.pending:
+                if pod.key not in at.pod_messages:
+                    at.pod_messages[pod.key] = levels.get(part.group.ref, (False, message))[1]
+        return CycleResult(
+            Code.UNSCHEDULABLE,
+            message=message,
+            pod_messages=at.pod_messages,
+            failed_pod=at.failed_pod,
+            diagnosis=at.diagnosis,
+            levels=levels,
+        )
+
+    def _why_not(self, pod: Pod, at: _Attempt) -> str:
+        ref = _leaf_of(pod, self.parts)
+        if ref is None:
+            return "not placed"
+        return at.messages.get(ref) or "not placed: its PodGroup was not needed or did not fit"
+
+
+def place_tree(placer: GangPlacer, gang: Gang, snap: Snapshot) -> CycleResult:
+    """The cycle for a CompositePodGroup tree (module doc)."""
+    return TreePlacement(placer, gang, snap).run()
+
+
+def _leaf_of(pod: Pod, parts: dict[GroupRef, GangMember]) -> GroupRef | None:
+    for ref, part in parts.items():
+        if any(member is pod for member in part.pending):
+            return ref
+    return None
+
+
+def _placed_message(node: TreeNode, placed: int) -> str:
+    return (
+        f"{placed} of {len(node.children)} children scheduled "
+        f"({node.composite.policy if node.composite else 'leaf'})"
+    )
+
+
+def _short_message(
+    node: TreeNode, placed: int, failed: TreeNode | None, messages: dict[GroupRef, str]
+) -> str:
+    """Why a CompositePodGroup failed, naming the first child that failed and its reason."""
+    if node.composite is None:
+        return "does not exist"
+    if node.composite.gang:
+        text = (
+            f"minGroupCount ({node.needed}) cannot be satisfied: "
+            f"{placed} of {len(node.children)} children scheduled"
+        )
+    else:
+        text = f"none of its {len(node.children)} children can be scheduled"
+    if failed is not None and messages.get(failed.ref):
+        text += f"; {failed.label()}: {messages[failed.ref]}"
+    return text

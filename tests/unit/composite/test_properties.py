@@ -1,0 +1,207 @@
+"""Invariants of the tree cycle over random small trees (hypothesis).
+
+- a tree is all or nothing: every PodGroup is bound to at least minCount or not at all, and
+  every CompositePodGroup with anything bound below it has minGroupCount satisfied children;
+- no node is overcommitted;
+- the search is exact on small trees: where brute force over every (pod -> node or nowhere)
+  assignment finds a placement of the tree, the first cycle places it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.composite.model import CompositePodGroup
+from gangsched.core.cycle import CycleConfig
+from gangsched.core.model import Dialect, Node, Pod, PodGroup
+from gangsched.core.scheduler import SCHEDULED, WAITING, Scheduler, SchedulerConfig
+from tests.builders import SCHEDULER, node, pod
+from tests.unit.composite.trees import cpg, leaf, run, tree_cluster
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@dataclass
+class Tree:
+    nodes: list[Node]
+    pods: list[Pod]
+    groups: list[PodGroup]
+    composites: list[CompositePodGroup]
+
+    def cluster(self) -> ClusterState:
+        return tree_cluster(self.nodes, self.pods, self.groups, self.composites)
+
+
+@st.composite
+def trees(draw: st.DrawFn, max_pods: int = 6) -> Tree:
+    nodes = [
+        node(f"n{i}", cpu=draw(st.integers(1, 4)), pods=draw(st.integers(1, 4)))
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    composites: list[CompositePodGroup] = []
+    groups: list[PodGroup] = []
+    pods: list[Pod] = []
+    counter = [0]
+
+    def add_leaf(parent: str) -> None:
+        name = f"g{len(groups)}"
+        min_count = draw(st.integers(1, 2))
+        size = min(draw(st.integers(min_count, min_count + 1)), max_pods - len(pods))
+        size = max(size, 1)
+        counter[0] += 1
+        groups.append(leaf(name, min_count, parent=parent, created=float(counter[0])))
+        for i in range(size):
+            counter[0] += 1
+            pods.append(
+                pod(
+                    f"{name}-{i}",
+                    group=name,
+                    dialect=Dialect.UPSTREAM,
+                    cpu=draw(st.sampled_from([1, 2])),
+                    created=float(counter[0]),
+                )
+            )
+
+    def add_composite(name: str, parent: str | None, depth: int) -> None:
+        kids = draw(st.integers(1, 3 if depth == 0 else 2))
+        gang = draw(st.booleans())
+        composites.append(
+            cpg(
+                name,
+                draw(st.integers(1, kids)) if gang else None,
+                parent=parent,
+                created=float(len(composites)),
+            )
+        )
+        for k in range(kids):
+            if len(pods) >= max_pods:
+                break
+            if depth == 0 and draw(st.booleans()):
+                add_composite(f"{name}-c{k}", name, depth + 1)
+            else:
+                add_leaf(name)
+
+    add_composite("root", None, 0)
+    return Tree(nodes, pods, groups, composites)
+
+
+def satisfied_levels(state: ClusterState) -> tuple[dict[str, bool], dict[str, int]]:
+    """Which levels are satisfied by what is bound, and how many pods each leaf has bound."""
+    bound = {
+        g.ref.name: sum(1 for p in state.group_members(g.ref) if p.node_name)
+        for g in state.groups.values()
+    }
+    children = state.tree_children()
+    memo: dict[str, bool] = {}
+
+    def ok(ref_name: str, is_composite: bool) -> bool:
+        if not is_composite:
+            group = next(g for g in state.groups.values() if g.ref.name == ref_name)
+            return bound[ref_name] >= group.min_member
+        composite = next(c for c in state.composites.values() if c.ref.name == ref_name)
+        kids = children.get(composite.ref, [])
+        done = sum(1 for kid in kids if ok(kid.name, kid.dialect is Dialect.COMPOSITE))
+        memo[ref_name] = done >= composite.min_group_count
+        return memo[ref_name]
+
+    ok("root", True)
+    return memo, bound
+
+
+@SETTINGS
+@given(trees())
+def test_a_tree_is_all_or_nothing(tree: Tree) -> None:
+    state = tree.cluster()
+    run(state)
+    composites_ok, bound = satisfied_levels(state)
+    for group in state.groups.values():
+        count = bound[group.ref.name]
+        assert count == 0 or count >= group.min_member, (group.ref.name, count)
+    children = state.tree_children()
+    for composite in state.composites.values():
+        below = [
+            p
+            for ref in state.unit_of(composite.ref)
+            for p in state.group_members(ref)
+            if p.node_name
+        ]
+        if below:
+            assert composites_ok[composite.ref.name], (composite.ref.name, children)
+    for name, n in state.nodes.items():
+        on = [p for p in state.pods.values() if p.node_name == name]
+        assert sum(p.requests.get("cpu", 0) for p in on) <= n.allocatable["cpu"]
+        assert len(on) <= n.allocatable["pods"]
+
+
+def brute_force_feasible(tree: Tree) -> bool:
+    state = tree.cluster()
+    pending = list(tree.pods)
+    choices: list[Node | None] = [None, *tree.nodes]
+    children = state.tree_children()
+    by_name = {g.ref.name: g for g in tree.groups}
+    composites = {c.ref.name: c for c in tree.composites}
+    parent_of = {g.ref.name: g.parent for g in tree.groups} | {
+        c.ref.name: c.parent for c in tree.composites
+    }
+    for assignment in itertools.product(choices, repeat=len(pending)):
+        if all(a is None for a in assignment):
+            continue
+        cpu: dict[str, int] = {}
+        count: dict[str, int] = {}
+        placed: dict[str, int] = dict.fromkeys(by_name, 0)
+        for member, target in zip(pending, assignment, strict=True):
+            if target is None:
+                continue
+            cpu[target.name] = cpu.get(target.name, 0) + member.requests["cpu"]
+            count[target.name] = count.get(target.name, 0) + 1
+            assert member.group is not None
+            placed[member.group.name] += 1
+        if any(cpu[n.name] > n.allocatable["cpu"] for n in tree.nodes if n.name in cpu):
+            continue
+        if any(count[n.name] > n.allocatable["pods"] for n in tree.nodes if n.name in count):
+            continue
+        if any(0 < placed[name] < g.min_member for name, g in by_name.items()):
+            continue
+        memo: dict[str, bool] = {}
+
+        def ok(name: str, memo: dict[str, bool] = memo, placed: dict[str, int] = placed) -> bool:
+            if name in by_name:
+                return placed[name] >= by_name[name].min_member
+            if name not in memo:
+                kids = children.get(composites[name].ref, [])
+                done = sum(1 for kid in kids if ok(kid.name))
+                memo[name] = done >= composites[name].min_group_count
+            return memo[name]
+
+        if not ok("root"):
+            continue
+
+        def ancestors_ok(name: str) -> bool:
+            up = parent_of.get(name)
+            while up is not None:
+                if not ok(up):
+                    return False
+                up = parent_of.get(up)
+            return True
+
+        if all(ancestors_ok(name) for name, n in placed.items() if n > 0):
+            return True
+    return False
+
+
+@SETTINGS
+@given(trees(max_pods=5))
+def test_the_search_finds_a_placement_whenever_brute_force_does(tree: Tree) -> None:
+    state = tree.cluster()
+    config = SchedulerConfig(scheduler_name=SCHEDULER, cycle=CycleConfig(search_budget=50_000))
+    sched = Scheduler(state, config)
+    sched.enqueue_pending()
+    report = sched.step(0.0)
+    assert report is not None
+    if report.result not in (SCHEDULED, WAITING):
+        assert not brute_force_feasible(tree), report.message
