@@ -1,0 +1,152 @@
+"""CompositePodGroup trees on a real kube-apiserver (1.37, gates CompositePodGroup and
+TopologyAwareWorkloadScheduling on, scheduling.k8s.io/v1alpha3 served): a 3-level tree binds
+whole or not at all, and every level shows CompositePodGroupInitiallyScheduled (or, for the
+PodGroups, PodGroupInitiallyScheduled) as kube-scheduler 1.38 writes it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from .k8s import JSON, Kube, condition
+from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
+from .test_operator import UPSTREAM, Env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
+
+COMPOSITE = "scheduling.k8s.io/v1alpha3"
+CPG_CONDITION = "CompositePodGroupInitiallyScheduled"
+PG_CONDITION = "PodGroupInitiallyScheduled"
+#: job (gang of 2 children) -> slices (gang of 2: s1, s2, 2 pods each) and head (basic).
+TREE_PODS = ["s1-0", "s1-1", "s2-0", "s2-1", "head-0"]
+
+
+@pytest.fixture
+async def env(kube: Kube, gangsched: Gangsched) -> Any:  # noqa: F811
+    e = Env(kube, gangsched)
+    await e.setup()
+    yield e
+    await e.kube.delete(
+        f"/apis/{COMPOSITE}/namespaces/{e.ns}/compositepodgroups", grace_period_seconds=0
+    )
+    await e.cleanup()
+
+
+def composite(env: Env, name: str, min_groups: int | None, parent: str | None = None) -> JSON:
+    policy = {"gang": {"minGroupCount": min_groups}} if min_groups else {"basic": {}}
+    spec: JSON = {
+        "schedulingPolicy": policy,
+        "workloadRef": {"workloadName": "job", "templateName": name},
+    }
+    if parent is not None:
+        spec["parentCompositePodGroupName"] = parent
+    return {
+        "apiVersion": COMPOSITE,
+        "kind": "CompositePodGroup",
+        "metadata": {"name": name, "namespace": env.ns},
+        "spec": spec,
+    }
+
+
+def leaf(env: Env, name: str, min_count: int | None, parent: str) -> JSON:
+    policy = {"gang": {"minCount": min_count}} if min_count else {"basic": {}}
+    return {
+        "apiVersion": UPSTREAM,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": env.ns},
+        "spec": {
+            "schedulingPolicy": policy,
+            "parentCompositePodGroupName": parent,
+            "workloadRef": {"workloadName": "job", "templateName": name},
+        },
+    }
+
+
+async def create_tree(env: Env) -> None:
+    cpgs = f"/apis/{COMPOSITE}/namespaces/{env.ns}/compositepodgroups"
+    pgs = f"/apis/{UPSTREAM}/namespaces/{env.ns}/podgroups"
+    await env.kube.create(cpgs, composite(env, "job", 2))
+    await env.kube.create(cpgs, composite(env, "slices", 2, parent="job"))
+    for name, count, parent in (("s1", 2, "slices"), ("s2", 2, "slices"), ("head", None, "job")):
+        await env.kube.create(pgs, leaf(env, name, count, parent))
+    for name in TREE_PODS:
+        group = name.rpartition("-")[0]
+        await env.create_pod(
+            env.pod(name, cpu="1", extra_spec={"schedulingGroup": {"podGroupName": group}})
+        )
+
+
+def state(obj: JSON, type_: str) -> tuple[str, str]:
+    found = condition(obj, type_) or {}
+    return str(found.get("status", "")), str(found.get("reason", ""))
+
+
+async def test_a_three_level_tree_binds_whole_or_not_at_all(env: Env) -> None:
+    # Room for 4 of the 5 pods: every level but one could fit, so nothing may bind.
+    await env.add_nodes(1, cpu="4")
+    await create_tree(env)
+    cpg_path = f"/apis/{COMPOSITE}/namespaces/{env.ns}/compositepodgroups"
+    job = await env.kube.wait_for_object(
+        f"{cpg_path}/job",
+        lambda g: state(g, CPG_CONDITION) == ("False", "Unschedulable"),
+        timeout=90,
+        what="job CompositePodGroupInitiallyScheduled=False/Unschedulable",
+    )
+    found = condition(job, CPG_CONDITION) or {}
+    assert found.get("observedGeneration", 0) == job["metadata"].get("generation", 0)
+    assert "minGroupCount (2) cannot be satisfied" in found["message"], found
+    slices = await env.kube.get(f"{cpg_path}/slices")
+    assert state(slices, CPG_CONDITION)[0] == "False", slices.get("status")
+    await asyncio.sleep(3)  # a few more cycles: still nothing of the tree may be bound
+    pods = await env.pods()
+    bound = {name: pods[name]["spec"].get("nodeName") for name in TREE_PODS}
+    assert not any(bound.values()), f"part of the tree was bound: {bound}"
+    for name in TREE_PODS:
+        scheduled = condition(pods[name], "PodScheduled") or {}
+        assert (scheduled.get("status"), scheduled.get("reason")) == ("False", "Unschedulable")
+
+    # Room for all: the whole tree binds and every level turns True/Scheduled.
+    await env.add_nodes(1, cpu="4")
+    nodes = await env.wait_bound(TREE_PODS, timeout=120)
+    assert set(nodes) == set(TREE_PODS)
+    for name in ("job", "slices"):
+        group = await env.kube.wait_for_object(
+            f"{cpg_path}/{name}",
+            lambda g: state(g, CPG_CONDITION) == ("True", "Scheduled"),
+            timeout=60,
+            what=f"{name} CompositePodGroupInitiallyScheduled=True",
+        )
+        found = condition(group, CPG_CONDITION) or {}
+        assert found.get("observedGeneration", 0) == group["metadata"].get("generation", 0)
+    pg_path = f"/apis/{UPSTREAM}/namespaces/{env.ns}/podgroups"
+    for name in ("s1", "s2", "head"):
+        await env.kube.wait_for_object(
+            f"{pg_path}/{name}",
+            lambda g: state(g, PG_CONDITION) == ("True", "Scheduled"),
+            timeout=60,
+            what=f"{name} PodGroupInitiallyScheduled=True",
+        )
+
+
+async def test_a_cycle_of_parents_is_reported_on_the_objects_and_nothing_binds(env: Env) -> None:
+    await env.add_nodes(1, cpu="4")
+    cpgs = f"/apis/{COMPOSITE}/namespaces/{env.ns}/compositepodgroups"
+    await env.kube.create(cpgs, composite(env, "a", 1, parent="b"))
+    await env.kube.create(cpgs, composite(env, "b", 1, parent="a"))
+    await env.kube.create(
+        f"/apis/{UPSTREAM}/namespaces/{env.ns}/podgroups", leaf(env, "g", None, "a")
+    )
+    await env.create_pod(
+        env.pod("g-0", cpu="1", extra_spec={"schedulingGroup": {"podGroupName": "g"}})
+    )
+    broken = await env.kube.wait_for_object(
+        f"{cpgs}/a",
+        lambda g: state(g, CPG_CONDITION) == ("False", "CompositePodGroupError"),
+        timeout=90,
+        what="a CompositePodGroupInitiallyScheduled=False/CompositePodGroupError",
+    )
+    assert "cycle of parent references" in (condition(broken, CPG_CONDITION) or {})["message"]
+    pods = await env.pods()
+    assert pods["g-0"]["spec"].get("nodeName") is None
