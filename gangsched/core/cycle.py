@@ -29,8 +29,8 @@ from gangsched.core.status import Code
 from gangsched.core.validation import validate_group
 
 if TYPE_CHECKING:
-    from gangsched.core.topology.report import TopologyReport
     from gangsched.core.composite.tree import BrokenTree, TreeNode
+    from gangsched.core.topology.report import TopologyReport
 
 
 @dataclass(slots=True)
