@@ -14,6 +14,7 @@ from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child
 from gangsched.core.api.errors import show
 from gangsched.core.api.podgroups import read_disruption_mode, read_parent, resolve_class
 from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver
+from gangsched.core.api.topology import read_upstream_topology
 from gangsched.core.composite.model import CompositePodGroup, composite_ref
 
 COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
@@ -42,7 +43,8 @@ def composite_pod_group_from_raw(
     group.parent = read_parent(r, spec)
     _read_policy(r, spec, group)
     group.disruption_mode = read_disruption_mode(r, spec.get("disruptionMode"), v1alpha2=False)
-    group.topology_key = read_topology_key(r, spec)
+    request = read_upstream_topology(r, spec, version="v1alpha3")
+    group.topology_key = request.required if request is not None else None
 
     class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
     explicit = r.integer(
@@ -87,24 +89,3 @@ def _read_policy(r: Reader, spec: Mapping[str, Any], group: CompositePodGroup) -
         group.min_group_count = count or 1
     elif not has_basic:
         r.add(policy_field, "must set one of basic and gang")
-
-
-def read_topology_key(r: Reader, spec: Mapping[str, Any]) -> str | None:
-    """spec.schedulingConstraints.topology: at most one {key}."""
-    raw = spec.get("schedulingConstraints")
-    if raw is None:
-        return None
-    field = "spec.schedulingConstraints"
-    constraints = r.mapping(raw, field)
-    entries = r.items(constraints.get("topology"), child(field, "topology"))
-    if len(entries) > 1:
-        r.add(child(field, "topology"), f"must have at most 1 item, got {len(entries)}")
-    if not entries:
-        return None
-    entry_field = f"{field}.topology[0]"
-    entry = r.mapping(entries[0], entry_field)
-    key = r.string(entry.get("key"), child(entry_field, "key"))
-    if not key:
-        r.add(child(entry_field, "key"), "is required")
-        return None
-    return key

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gangsched.core.composite.domains import candidate_domains, confined_placer
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.composite.validation import validate_tree
 from gangsched.core.cycle import (
@@ -40,7 +41,7 @@ from gangsched.core.cycle import (
 )
 from gangsched.core.framework import Diagnosis
 from gangsched.core.model import GroupRef, Pod
-from gangsched.core.snapshot import Snapshot
+from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 
 #: Leaf placements the "which children" search may try before it gives up.
@@ -63,7 +64,14 @@ class TreePlacement:
     """Places one tree over a snapshot (see the module doc); successful placements stay
     assumed, failed ones are rolled back."""
 
-    def __init__(self, placer: GangPlacer, gang: Gang, snap: Snapshot) -> None:
+    def __init__(
+        self,
+        placer: GangPlacer,
+        gang: Gang,
+        snap: Snapshot,
+        *,
+        outer: BoolVector | None = None,
+    ) -> None:
         assert gang.tree is not None
         self.placer = placer
         self.gang = gang
@@ -71,6 +79,20 @@ class TreePlacement:
         self.snap = snap
         self.parts: dict[GroupRef, GangMember] = {part.group.ref: part for part in gang.parts}
         self.nodes = self.tree.walk()
+        #: The domain this (sub)tree is confined to by a constrained level above, if any.
+        self.outer = outer
+        #: Levels below the root with a topology constraint: the tree-wide searches do not
+        #: know domains, so such trees are placed level by level (greedy, exact per domain).
+        self.nested_constraints = any(_constrained(node) for node in self.nodes[1:])
+
+    def _ancestors(self, node: TreeNode) -> list[TreeNode]:
+        """The levels above `node` up to this placement's root (a subtree stops there)."""
+        out = []
+        current = node
+        while current is not self.tree and current.parent is not None:
+            current = current.parent
+            out.append(current)
+        return out
 
     # ------------------------------------------------------------------------ leaf facts
     def _part(self, node: TreeNode) -> GangMember | None:
@@ -128,16 +150,60 @@ class TreePlacement:
             )
         if not self.gang.pending:
             return CycleResult(Code.SUCCESS, strategy="already-bound")
+        if _constrained(self.tree):
+            return self._in_a_domain()
+        return self.place()
+
+    def _in_a_domain(self) -> CycleResult:
+        """The root's topology constraint: the whole tree inside one domain (module
+        domains.py), each domain tried with the tree's full cycle."""
+        root = self.tree
+        assert root.composite is not None and root.composite.topology_key is not None
+        key = root.composite.topology_key
+        refs = [leaf.ref for leaf in root.leaves()]
+        last: CycleResult | None = None
+        tried = 0
+        for domain in candidate_domains(root, self.snap, self.parts, self.outer):
+            tried += 1
+            mask = domain.mask if self.outer is None else domain.mask & self.outer
+            inner = TreePlacement(
+                confined_placer(self.placer, refs, mask, domain.name),
+                self.gang,
+                self.snap,
+                outer=mask,
+            )
+            result = inner.place()
+            if result.code is Code.SUCCESS:
+                result.strategy = f"{result.strategy} in {domain.name}"
+                return result
+            last = result
+        why = last.message if last is not None else "none has room for its smallest minimum"
+        message = f"{root.label()}: no {key} domain holds the tree ({tried} tried); {why}"
+        failed = last or CycleResult(Code.UNSCHEDULABLE)
+        failed.message = message
+        failed.levels = {
+            node.ref: (
+                False,
+                message if node is root else failed.levels.get(node.ref, (False, message))[1],
+            )
+            for node in self.nodes
+        }
+        return failed
+
+    def place(self, *, allow_empty: bool = False) -> CycleResult:
+        """The cycle proper: greedy, then the searches (module doc)."""
         snap = self.snap
         mark = snap.checkpoint()
         first = _Attempt()
-        if self._greedy(self.tree, first) and first.placements:
+        if self._greedy(self.tree, first) and (first.placements or allow_empty):
             return self._success(first, "greedy")
         snap.rollback(mark)
         if first.satisfied.get(self.tree.ref) and not first.placements:
             # Satisfied by bound members alone and nothing more fits: upstream's
             # "at least one pod must be scheduled" turns this into Unschedulable.
             return self._failure(first, nothing_placed=True)
+        if self.nested_constraints:
+            return self._failure(first)
         searches: tuple[tuple[str, Callable[[], _Attempt | None]], ...] = (
             ("which-children", lambda: self._subset_search(self._leaf_orders()[0])),
             ("which-children-largest-first", lambda: self._subset_search(self._leaf_orders()[1])),
@@ -155,6 +221,8 @@ class TreePlacement:
         """Upstream's order: children oldest first, each placed whole or rolled back."""
         if node.is_leaf:
             return self._place_leaf(node, at)
+        if node is not self.tree and _constrained(node):
+            return self._subtree_in_a_domain(node, at)
         snap = self.snap
         mark, start = snap.checkpoint(), len(at.placements)
         placed = 0
@@ -179,6 +247,39 @@ class TreePlacement:
         at.messages[node.ref] = _short_message(node, placed, failed, at.messages)
         return False
 
+    def _subtree_in_a_domain(self, node: TreeNode, at: _Attempt) -> bool:
+        """A constrained level below the root: its subtree in one domain of its key, inside
+        this placement's own domain (nested)."""
+        assert node.composite is not None and node.composite.topology_key is not None
+        parts = [self.parts[leaf.ref] for leaf in node.leaves() if leaf.ref in self.parts]
+        subtree = Gang(key=node.ref, parts=parts, tree=node)
+        refs = [part.group.ref for part in parts]
+        last = ""
+        for domain in candidate_domains(node, self.snap, self.parts, self.outer):
+            mask = domain.mask if self.outer is None else domain.mask & self.outer
+            inner = TreePlacement(
+                confined_placer(self.placer, refs, mask, domain.name),
+                subtree,
+                self.snap,
+                outer=mask,
+            )
+            result = inner.place(allow_empty=True)
+            if result.code is Code.SUCCESS:
+                at.placements.extend(result.placements)
+                at.pod_messages.update(result.pod_messages)
+                for ref, (ok, message) in result.levels.items():
+                    at.satisfied[ref] = ok
+                    at.messages[ref] = message
+                at.messages[node.ref] = f"{at.messages.get(node.ref, '')} in {domain.name}"
+                return True
+            last = result.message
+            if at.failed_pod is None and result.failed_pod is not None:
+                at.failed_pod, at.diagnosis = result.failed_pod, result.diagnosis
+        at.satisfied[node.ref] = False
+        key = node.composite.topology_key
+        at.messages[node.ref] = f"no {key} domain holds it" + (f": {last}" if last else "")
+        return False
+
     def _place_leaf(self, node: TreeNode, at: _Attempt) -> bool:
         part = self._part(node)
         if part is None or not self._leaf_ready(node):
@@ -191,7 +292,7 @@ class TreePlacement:
             at.satisfied[node.ref] = True
             at.messages[node.ref] = "minCount met by bound members"
             return True
-        result = self.placer.place_gang(Gang(key=node.ref, parts=[part]), self.snap)
+        result = self.placer.place(Gang(key=node.ref, parts=[part]), self.snap)
         at.pod_messages.update(result.pod_messages)
         if result.code is Code.SUCCESS:
             at.placements.extend(result.placements)
@@ -417,7 +518,7 @@ class TreePlacement:
             took = leaves.get(leaf.ref, False) and not self._bound_ok(leaf)
             if placed_counts is not None:
                 took = placed_counts.get(leaf.ref, 0) > 0
-            if took and not all(self._count(up, leaves) for up in leaf.ancestors()):
+            if took and not all(self._count(up, leaves) for up in self._ancestors(leaf)):
                 return False
         return True
 
@@ -502,7 +603,8 @@ class TreePlacement:
                 own = message
             elif at.satisfied.get(node.ref) or own is None:
                 failed_above = next(
-                    (up for up in node.ancestors() if not at.satisfied.get(up.ref, False)), root
+                    (up for up in self._ancestors(node) if not at.satisfied.get(up.ref, False)),
+                    root,
                 )
                 verb = "placeable" if at.satisfied.get(node.ref) else "not tried"
                 own = f"{verb}, but {failed_above.label()} cannot be scheduled"
@@ -530,6 +632,10 @@ class TreePlacement:
 def place_tree(placer: GangPlacer, gang: Gang, snap: Snapshot) -> CycleResult:
     """The cycle for a CompositePodGroup tree (module doc)."""
     return TreePlacement(placer, gang, snap).run()
+
+
+def _constrained(node: TreeNode) -> bool:
+    return node.composite is not None and node.composite.topology_key is not None
 
 
 def _leaf_of(pod: Pod, parts: dict[GroupRef, GangMember]) -> GroupRef | None:

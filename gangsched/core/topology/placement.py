@@ -98,7 +98,11 @@ class ConstraintClass:
 
 
 def constraint_classes(gang: Gang) -> list[ConstraintClass]:
-    """Parts grouped by their constraint (unconstrained parts are in none)."""
+    """Parts grouped by their constraint (unconstrained parts are in none). A CompositePodGroup
+    tree has none here: its cycle confines each level itself (core/composite/domains.py), so
+    each PodGroup gets a domain of its own inside its parents' domains."""
+    if gang.tree is not None:
+        return []
     classes: dict[TopologyRequest, ConstraintClass] = {}
     for part in gang.parts:
         request = part.group.topology

@@ -1,0 +1,92 @@
+"""Topology per level of a tree: each CompositePodGroup with `schedulingConstraints.topology`
+keeps its whole subtree inside one domain of that label, nested inside its parent's domain
+(KEP-6012 with KEP-5732: constraints resolve top-down, largest domain first).
+
+For each candidate domain, tightest first (the least free capacity that can still hold the
+subtree's minimum, so big domains stay whole for big trees, as the topology placer does for
+gangs), the subtree's own cycle runs with every member confined to the domain, nested
+constraints below choosing their domains inside it. The first domain that holds the subtree
+wins. A subtree with members already bound stays in the domain that holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from gangsched.core.composite.tree import TreeNode
+from gangsched.core.cycle import GangMember, GangPlacer
+from gangsched.core.model import GroupRef
+from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.topology.domain_filter import confined
+from gangsched.core.topology.domains import Domain, partition
+from gangsched.core.topology.placement import TopologyPlacer
+
+#: Domains tried per constrained level and attempt at most (the topology placer's budget).
+MAX_DOMAINS = 32
+
+
+def candidate_domains(
+    node: TreeNode,
+    snap: Snapshot,
+    parts: dict[GroupRef, GangMember],
+    outer: BoolVector | None,
+) -> list[Domain]:
+    """The domains of `node`'s key worth trying, tightest first (module doc)."""
+    assert node.composite is not None and node.composite.topology_key is not None
+    domains = list(partition(snap, node.composite.topology_key).domains)
+    if outer is not None:
+        domains = [d for d in domains if bool((d.mask & outer).any())]
+    leaves = [parts[leaf.ref] for leaf in node.leaves() if leaf.ref in parts]
+    pinned = _bound_nodes(leaves, snap)
+    if pinned:
+        domains = [d for d in domains if all(bool(d.mask[i]) for i in pinned)]
+    need = _minimum_demand(leaves, snap)
+    free = np.clip(snap.allocatable - snap.requested, 0, None)
+    scored = []
+    for domain in domains:
+        room = free[domain.mask & outer if outer is not None else domain.mask].sum(axis=0)
+        if (room < need).any():
+            continue
+        scored.append((float(room.sum()), domain.name, domain))
+    return [domain for *_, domain in sorted(scored, key=lambda s: (s[0], s[1]))][:MAX_DOMAINS]
+
+
+def confined_placer(
+    placer: GangPlacer, refs: Iterable[GroupRef], mask: BoolVector, name: str
+) -> GangPlacer:
+    """`placer` with the members of `refs` kept to `mask` (leaf-level topology still honoured
+    where the placer is the topology placer)."""
+    masks = dict.fromkeys(refs, mask)
+    framework = confined(placer.framework, masks, dict.fromkeys(masks, name))
+    if isinstance(placer, TopologyPlacer):
+        return TopologyPlacer(framework, placer.config, placer.topology)
+    return GangPlacer(framework, placer.config)
+
+
+def _bound_nodes(leaves: list[GangMember], snap: Snapshot) -> list[int]:
+    nodes = []
+    for part in leaves:
+        for pod in part.bound:
+            index = snap.index.get(pod.node_name or "")
+            if index is not None:
+                nodes.append(index)
+    return nodes
+
+
+def _minimum_demand(leaves: list[GangMember], snap: Snapshot) -> np.ndarray:
+    """A lower bound on what the subtree needs: nothing when it may place no new pod (a
+    bound quorum), else the smallest leaf's minimum: cheap and never too strict."""
+    best: np.ndarray | None = None
+    for part in leaves:
+        short = part.group.min_member - part.quorum_bound
+        if short <= 0 or len(part.pending) < short:
+            continue
+        vectors = np.sort(np.stack([snap.vector(pod) for pod in part.pending]), axis=0)
+        need = vectors[:short].sum(axis=0)
+        if best is None or need.sum() < best.sum():
+            best = need
+    if best is None:
+        return np.zeros(snap.allocatable.shape[1] if len(snap) else 0, dtype=np.int64)
+    return best
