@@ -226,10 +226,12 @@ class TreePlacement:
         snap = self.snap
         mark, start = snap.checkpoint(), len(at.placements)
         placed = 0
+        remaining = len(node.children)
         failed: TreeNode | None = None
-        for index, child in enumerate(node.children):
-            if placed + len(node.children) - index < node.needed:
-                break
+        for child in node.children:
+            if placed + remaining < node.needed:
+                break  # upstream gives up as soon as minGroupCount is out of reach
+            remaining -= 1
             child_mark, child_start = snap.checkpoint(), len(at.placements)
             if self._greedy(child, at):
                 placed += 1
@@ -244,7 +246,7 @@ class TreePlacement:
         snap.rollback(mark)
         del at.placements[start:]
         at.satisfied[node.ref] = False
-        at.messages[node.ref] = _short_message(node, placed, failed, at.messages)
+        at.messages[node.ref] = _short_message(node, placed, remaining, failed, at.messages)
         return False
 
     def _subtree_in_a_domain(self, node: TreeNode, at: _Attempt) -> bool:
@@ -549,11 +551,41 @@ class TreePlacement:
             failed_pod=at.failed_pod,
             diagnosis=at.diagnosis,
             strategy=strategy,
-            levels={
-                ref: (at.satisfied.get(ref, False), at.messages.get(ref, ""))
-                for ref in (node.ref for node in self.nodes)
-            },
+            levels=self._levels(at, None),
         )
+
+    def _levels(self, at: _Attempt, failure: str | None) -> dict[GroupRef, tuple[bool, str]]:
+        """Each level's verdict for status: its own failure first, else (kube-scheduler's
+        words) the nearest level above that failed, else placed. `failure`: the root's
+        message when the whole tree failed."""
+        root = self.tree
+        failed_here = {
+            node.ref
+            for node in self.nodes
+            if at.satisfied.get(node.ref) is False and at.messages.get(node.ref)
+        }
+        if failure is not None:
+            failed_here.add(root.ref)
+        levels: dict[GroupRef, tuple[bool, str]] = {}
+        for node in self.nodes:
+            if node is root and failure is not None:
+                levels[node.ref] = (False, failure)
+                continue
+            if node.ref in failed_here:
+                levels[node.ref] = (False, at.messages[node.ref])
+                continue
+            up = next((a for a in self._ancestors(node) if a.ref in failed_here), None)
+            if up is not None:
+                relation = "parent" if up is node.parent else "ancestor"
+                why = failure if up is root and failure is not None else at.messages[up.ref]
+                levels[node.ref] = (
+                    False,
+                    f'{relation} composite pod group "{up.ref.name}" is unschedulable: {why}',
+                )
+                continue
+            ok = bool(at.satisfied.get(node.ref))
+            levels[node.ref] = (ok, at.messages.get(node.ref) or ("placed" if ok else "not tried"))
+        return levels
 
     def _extend(self, node: TreeNode, at: _Attempt) -> None:
         """After the root is satisfied: members beyond minCount of placed leaves, and the
@@ -596,19 +628,7 @@ class TreePlacement:
             )
         else:
             message = f"{root.label()}: {at.messages.get(root.ref) or 'cannot be scheduled'}"
-        levels: dict[GroupRef, tuple[bool, str]] = {}
-        for node in self.nodes:
-            own = at.messages.get(node.ref)
-            if node is root:
-                own = message
-            elif at.satisfied.get(node.ref) or own is None:
-                failed_above = next(
-                    (up for up in self._ancestors(node) if not at.satisfied.get(up.ref, False)),
-                    root,
-                )
-                verb = "placeable" if at.satisfied.get(node.ref) else "not tried"
-                own = f"{verb}, but {failed_above.label()} cannot be scheduled"
-            levels[node.ref] = (False, own)
+        levels = self._levels(at, message)
         for part in self.gang.parts:
             for pod in part.pending:
                 if pod.key not in at.pod_messages:
@@ -653,18 +673,18 @@ def _placed_message(node: TreeNode, placed: int) -> str:
 
 
 def _short_message(
-    node: TreeNode, placed: int, failed: TreeNode | None, messages: dict[GroupRef, str]
+    node: TreeNode,
+    placed: int,
+    remaining: int,
+    failed: TreeNode | None,
+    messages: dict[GroupRef, str],
 ) -> str:
-    """Why a CompositePodGroup failed, naming the first child that failed and its reason."""
-    if node.composite is None:
-        return "does not exist"
-    if node.composite.gang:
-        text = (
-            f"minGroupCount ({node.needed}) cannot be satisfied: "
-            f"{placed} of {len(node.children)} children scheduled"
-        )
-    else:
-        text = f"none of its {len(node.children)} children can be scheduled"
+    """Why a CompositePodGroup failed, in kube-scheduler's words (PlacementFeasible), then
+    the first child that failed and why."""
+    text = (
+        f"minGroupCount ({node.needed}) cannot be satisfied: "
+        f"{placed} scheduled, {remaining} remaining"
+    )
     if failed is not None and messages.get(failed.ref):
         text += f"; {failed.label()}: {messages[failed.ref]}"
     return text
