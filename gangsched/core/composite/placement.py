@@ -4,7 +4,8 @@ Upstream (kube-scheduler 1.37, KEP-6012) walks the children of each CompositePod
 fixed order, places each child greedily, and gives up as soon as minGroupCount is out of
 reach. That misses placements that exist: an early child can take the room a later one needed,
 and which k of the n children to take matters. Here the same greedy pass comes first (same
-result as upstream wherever upstream succeeds), then two searches over the same snapshot:
+result as upstream wherever upstream succeeds), then two searches over the same snapshot
+(search.py):
 
 1. which children to take: a depth-first search over the leaf PodGroups (take it, placed by
    the ordinary gang cycle, or leave it out), in tree order and then largest first, pruned as
@@ -22,11 +23,10 @@ where they fit, each all or nothing (as upstream keeps evaluating them).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-import numpy as np
-
+from gangsched.core.composite.attempt import Attempt
 from gangsched.core.composite.domains import candidate_domains, confined_placer
+from gangsched.core.composite.search import backtrack, leaf_orders, subset_search
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.composite.validation import validate_tree
 from gangsched.core.cycle import (
@@ -34,30 +34,11 @@ from gangsched.core.cycle import (
     Gang,
     GangMember,
     GangPlacer,
-    _node_signature,
-    _nodes_interchangeable,
     extend_placement,
-    member_order,
 )
-from gangsched.core.framework import Diagnosis
 from gangsched.core.model import GroupRef, Pod
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
-
-#: Leaf placements the "which children" search may try before it gives up.
-SUBSET_BUDGET = 256
-
-
-@dataclass(slots=True)
-class _Attempt:
-    """The state of one way of placing the tree: what is placed, what is satisfied, why not."""
-
-    placements: list[tuple[Pod, int]] = field(default_factory=list)
-    satisfied: dict[GroupRef, bool] = field(default_factory=dict)
-    messages: dict[GroupRef, str] = field(default_factory=dict)
-    pod_messages: dict[str, str] = field(default_factory=dict)
-    failed_pod: Pod | None = None
-    diagnosis: Diagnosis | None = None
 
 
 class TreePlacement:
@@ -85,7 +66,7 @@ class TreePlacement:
         #: know domains, so such trees are placed level by level (greedy, exact per domain).
         self.nested_constraints = any(_constrained(node) for node in self.nodes[1:])
 
-    def _ancestors(self, node: TreeNode) -> list[TreeNode]:
+    def ancestors_within(self, node: TreeNode) -> list[TreeNode]:
         """The levels above `node` up to this placement's root (a subtree stops there)."""
         out = []
         current = node
@@ -95,15 +76,15 @@ class TreePlacement:
         return out
 
     # ------------------------------------------------------------------------ leaf facts
-    def _part(self, node: TreeNode) -> GangMember | None:
+    def part(self, node: TreeNode) -> GangMember | None:
         return self.parts.get(node.ref)
 
-    def _bound_ok(self, node: TreeNode) -> bool:
-        part = self._part(node)
+    def bound_ok(self, node: TreeNode) -> bool:
+        part = self.part(node)
         return part is not None and part.quorum_bound >= part.group.min_member
 
-    def _leaf_ready(self, node: TreeNode) -> bool:
-        part = self._part(node)
+    def leaf_ready(self, node: TreeNode) -> bool:
+        part = self.part(node)
         return (
             part is not None
             and node.group is not None
@@ -114,7 +95,7 @@ class TreePlacement:
         """Upstream's readiness (propagates up): a PodGroup with minCount members, a
         CompositePodGroup with minGroupCount ready children (one, basic)."""
         if node.is_leaf:
-            return self._leaf_ready(node)
+            return self.leaf_ready(node)
         if node.composite is None:
             return False
         return sum(1 for child in node.children if self.ready(child)) >= node.needed
@@ -122,7 +103,7 @@ class TreePlacement:
     def not_ready_reason(self, node: TreeNode) -> str:
         """Why `node` is not ready, naming the deepest level that holds it back."""
         if node.is_leaf:
-            part = self._part(node)
+            part = self.part(node)
             if part is None or node.group is None:
                 return f"PodGroup {node.ref.key} does not exist"
             have = part.quorum_bound + len(part.pending)
@@ -194,7 +175,7 @@ class TreePlacement:
         """The cycle proper: greedy, then the searches (module doc)."""
         snap = self.snap
         mark = snap.checkpoint()
-        first = _Attempt()
+        first = Attempt()
         if self._greedy(self.tree, first) and (first.placements or allow_empty):
             return self._success(first, "greedy")
         snap.rollback(mark)
@@ -204,10 +185,10 @@ class TreePlacement:
             return self._failure(first, nothing_placed=True)
         if self.nested_constraints:
             return self._failure(first)
-        searches: tuple[tuple[str, Callable[[], _Attempt | None]], ...] = (
-            ("which-children", lambda: self._subset_search(self._leaf_orders()[0])),
-            ("which-children-largest-first", lambda: self._subset_search(self._leaf_orders()[1])),
-            ("tree-backtracking", self._backtrack),
+        searches: tuple[tuple[str, Callable[[], Attempt | None]], ...] = (
+            ("which-children", lambda: subset_search(self, leaf_orders(self)[0])),
+            ("which-children-largest-first", lambda: subset_search(self, leaf_orders(self)[1])),
+            ("tree-backtracking", lambda: backtrack(self)),
         )
         for name, search in searches:
             attempt = search()
@@ -217,7 +198,7 @@ class TreePlacement:
         return self._failure(first)
 
     # ------------------------------------------------------------------------ greedy
-    def _greedy(self, node: TreeNode, at: _Attempt) -> bool:
+    def _greedy(self, node: TreeNode, at: Attempt) -> bool:
         """Upstream's order: children oldest first, each placed whole or rolled back."""
         if node.is_leaf:
             return self._place_leaf(node, at)
@@ -249,7 +230,7 @@ class TreePlacement:
         at.messages[node.ref] = _short_message(node, placed, remaining, failed, at.messages)
         return False
 
-    def _subtree_in_a_domain(self, node: TreeNode, at: _Attempt) -> bool:
+    def _subtree_in_a_domain(self, node: TreeNode, at: Attempt) -> bool:
         """A constrained level below the root: its subtree in one domain of its key, inside
         this placement's own domain (nested)."""
         assert node.composite is not None and node.composite.topology_key is not None
@@ -282,13 +263,13 @@ class TreePlacement:
         at.messages[node.ref] = f"no {key} domain holds it" + (f": {last}" if last else "")
         return False
 
-    def _place_leaf(self, node: TreeNode, at: _Attempt) -> bool:
-        part = self._part(node)
-        if part is None or not self._leaf_ready(node):
+    def _place_leaf(self, node: TreeNode, at: Attempt) -> bool:
+        part = self.part(node)
+        if part is None or not self.leaf_ready(node):
             at.satisfied[node.ref] = False
             at.messages[node.ref] = self.not_ready_reason(node)
             return False
-        if self._bound_ok(node):
+        if self.bound_ok(node):
             # minCount is met by bound members: members beyond it go where they fit.
             self._extend_leaf(node, at)
             at.satisfied[node.ref] = True
@@ -307,8 +288,8 @@ class TreePlacement:
             at.failed_pod, at.diagnosis = result.failed_pod, result.diagnosis
         return False
 
-    def _extend_leaf(self, node: TreeNode, at: _Attempt) -> None:
-        part = self._part(node)
+    def _extend_leaf(self, node: TreeNode, at: Attempt) -> None:
+        part = self.part(node)
         if part is None or not part.pending:
             return
         placed = {id(pod) for pod, _ in at.placements}
@@ -324,218 +305,55 @@ class TreePlacement:
         at.placements.extend(partial.placements[before:])
         at.pod_messages.update(partial.pod_messages)
 
-    # ------------------------------------------------------------------------ search 1
-    def _leaf_orders(self) -> tuple[list[TreeNode], list[TreeNode]]:
-        leaves = [leaf for leaf in self.tree.leaves() if self._leaf_ready(leaf)]
-        return leaves, sorted(leaves, key=self._demand, reverse=True)
-
-    def _demand(self, node: TreeNode) -> float:
-        """A leaf's share of the cluster: its minCount smallest pending pods' dominant share."""
-        part = self._part(node)
-        if part is None or not part.pending:
-            return 0.0
-        snap = self.snap
-        capacity = snap.allocatable.sum(axis=0).astype(np.float64) if len(snap) else None
-        vectors = np.stack([snap.vector(pod) for pod in part.pending]).astype(np.float64)
-        need = max(part.group.min_member - part.quorum_bound, 0)
-        wanted = np.sort(vectors, axis=0)[:need].sum(axis=0)
-        if capacity is None:
-            return 0.0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            shares = np.where(capacity > 0, wanted / capacity, 0.0)
-        return float(shares.max(initial=0.0))
-
-    def _subset_search(self, order: list[TreeNode]) -> _Attempt | None:
-        """Which leaves to take: each one placed whole by the gang cycle, or left out."""
-        snap = self.snap
-        at = _Attempt()
-        decided: dict[GroupRef, bool] = {}
-        budget = [SUBSET_BUDGET]
-
-        def search(index: int) -> bool:
-            if index == len(order):
-                return self._complete(decided) and bool(at.placements)
-            if budget[0] <= 0:
-                return False
-            leaf = order[index]
-            part = self._part(leaf)
-            if self._bound_ok(leaf) or part is None:
-                decided[leaf.ref] = self._bound_ok(leaf)
-                if self._achievable(decided) and search(index + 1):
-                    return True
-                del decided[leaf.ref]
-                return False
-            budget[0] -= 1
-            mark, start = snap.checkpoint(), len(at.placements)
-            result = self.placer.place_gang(Gang(key=leaf.ref, parts=[part]), snap)
-            if result.code is Code.SUCCESS:
-                at.placements.extend(result.placements)
-                decided[leaf.ref] = True
-                if self._achievable(decided) and search(index + 1):
-                    return True
-                del at.placements[start:]
-            snap.rollback(mark)
-            decided[leaf.ref] = False
-            if self._achievable(decided) and search(index + 1):
-                return True
-            del decided[leaf.ref]
-            return False
-
-        if not search(0):
-            return None
-        self._mark_satisfied(at, decided)
-        return at
-
-    # ------------------------------------------------------------------------ search 2
-    def _backtrack(self) -> _Attempt | None:
-        """Where each pod goes, across the whole tree (module doc, search 2)."""
-        snap, framework = self.snap, self.placer.framework
-        config = self.placer.config
-        leaves = [
-            leaf
-            for leaf in self._leaf_orders()[1]
-            if not self._bound_ok(leaf) and self._part(leaf) is not None
-        ]
-        sequence: list[tuple[Pod, TreeNode, bool]] = []
-        for leaf in leaves:
-            part = self._part(leaf)
-            assert part is not None
-            pods = member_order(part.pending)
-            sequence += [(pod, leaf, i == len(pods) - 1) for i, pod in enumerate(pods)]
-        placed: dict[GroupRef, int] = {leaf.ref: 0 for leaf in leaves}
-        remaining: dict[GroupRef, int] = {
-            leaf.ref: len(self._part(leaf).pending)  # type: ignore[union-attr]
-            for leaf in leaves
-        }
-        at = _Attempt()
-        budget = [config.search_budget]
-        dedupe = _nodes_interchangeable([pod for pod, _, _ in sequence], snap)
-
-        def leaf_state() -> dict[GroupRef, bool | None]:
-            state: dict[GroupRef, bool | None] = {}
-            for leaf in self.tree.leaves():
-                part = self._part(leaf)
-                if part is None:
-                    state[leaf.ref] = False
-                elif self._bound_ok(leaf):
-                    state[leaf.ref] = True
-                elif leaf.ref not in placed:
-                    state[leaf.ref] = False  # not ready
-                else:
-                    have = part.quorum_bound + placed[leaf.ref]
-                    if have >= part.group.min_member:
-                        state[leaf.ref] = True
-                    elif have + remaining[leaf.ref] < part.group.min_member:
-                        state[leaf.ref] = False
-                    else:
-                        state[leaf.ref] = None  # still open
-            return state
-
-        def leaf_whole(leaf: TreeNode) -> bool:
-            part = self._part(leaf)
-            assert part is not None
-            count = placed[leaf.ref]
-            return count == 0 or part.quorum_bound + count >= part.group.min_member
-
-        def done() -> bool:
-            # Checked at leaf boundaries only: every leaf before is whole, every later one
-            # has nothing placed yet.
-            state = leaf_state()
-            leaves = {ref: value is True for ref, value in state.items()}
-            return bool(at.placements) and self._complete(leaves, placed_counts=placed)
-
-        def search(index: int) -> bool:
-            if index == len(sequence) or (index > 0 and sequence[index - 1][2] and done()):
-                return done()
-            if budget[0] <= 0:
-                return False
-            pod, leaf, last = sequence[index]
-            remaining[leaf.ref] -= 1
-            ctx = framework.context(pod, snap)
-            mask = framework.feasible(ctx, snap)
-            seen: set[object] = set()
-            tried = 0
-            for node in framework.ranked(ctx, snap, mask):
-                if tried >= config.search_width or budget[0] <= 0:
-                    break
-                if dedupe:
-                    signature = _node_signature(snap, int(node))
-                    if signature in seen:
-                        continue
-                    seen.add(signature)
-                tried += 1
-                budget[0] -= 1
-                mark = snap.checkpoint()
-                snap.assume(pod, int(node))
-                at.placements.append((pod, int(node)))
-                placed[leaf.ref] += 1
-                whole = not last or leaf_whole(leaf)
-                if whole and self._achievable_open(leaf_state()) and search(index + 1):
-                    return True
-                placed[leaf.ref] -= 1
-                at.placements.pop()
-                snap.rollback(mark)
-            whole = not last or leaf_whole(leaf)
-            if whole and self._achievable_open(leaf_state()) and search(index + 1):
-                return True
-            remaining[leaf.ref] += 1
-            return False
-
-        if not search(0):
-            return None
-        state = leaf_state()
-        self._mark_satisfied(at, {ref: value is True for ref, value in state.items()})
-        return at
-
     # ------------------------------------------------------------------------ verdicts
-    def _count(self, node: TreeNode, leaves: dict[GroupRef, bool]) -> bool:
+    def count(self, node: TreeNode, leaves: dict[GroupRef, bool]) -> bool:
         if node.is_leaf:
             return leaves.get(node.ref, False)
-        return sum(1 for child in node.children if self._count(child, leaves)) >= node.needed
+        return sum(1 for child in node.children if self.count(child, leaves)) >= node.needed
 
-    def _achievable(self, decided: dict[GroupRef, bool]) -> bool:
+    def achievable(self, decided: dict[GroupRef, bool]) -> bool:
         """Whether the root can still be satisfied, undecided ready leaves counted as yes."""
         leaves = {
-            leaf.ref: decided.get(leaf.ref, self._leaf_ready(leaf)) for leaf in self.tree.leaves()
+            leaf.ref: decided.get(leaf.ref, self.leaf_ready(leaf)) for leaf in self.tree.leaves()
         }
-        return self._count(self.tree, leaves)
+        return self.count(self.tree, leaves)
 
-    def _achievable_open(self, state: dict[GroupRef, bool | None]) -> bool:
-        return self._count(self.tree, {ref: value is not False for ref, value in state.items()})
+    def achievable_open(self, state: dict[GroupRef, bool | None]) -> bool:
+        return self.count(self.tree, {ref: value is not False for ref, value in state.items()})
 
-    def _complete_partial(self, state: dict[GroupRef, bool | None]) -> bool:
+    def complete_partial(self, state: dict[GroupRef, bool | None]) -> bool:
         """Open leaves count as not placed: is the tree already satisfied without them?"""
-        return self._count(self.tree, {ref: bool(value) for ref, value in state.items()})
+        return self.count(self.tree, {ref: bool(value) for ref, value in state.items()})
 
-    def _complete(
+    def complete(
         self,
         leaves: dict[GroupRef, bool],
         *,
         placed_counts: dict[GroupRef, int] | None = None,
     ) -> bool:
         """The root is satisfied and every leaf that got pods has every ancestor satisfied."""
-        if not self._count(self.tree, leaves):
+        if not self.count(self.tree, leaves):
             return False
         for leaf in self.tree.leaves():
-            took = leaves.get(leaf.ref, False) and not self._bound_ok(leaf)
+            took = leaves.get(leaf.ref, False) and not self.bound_ok(leaf)
             if placed_counts is not None:
                 took = placed_counts.get(leaf.ref, 0) > 0
-            if took and not all(self._count(up, leaves) for up in self._ancestors(leaf)):
+            if took and not all(self.count(up, leaves) for up in self.ancestors_within(leaf)):
                 return False
         return True
 
-    def _mark_satisfied(self, at: _Attempt, leaves: dict[GroupRef, bool]) -> None:
+    def mark_satisfied(self, at: Attempt, leaves: dict[GroupRef, bool]) -> None:
         for node in self.nodes:
-            ok = self._count(node, leaves)
+            ok = self.count(node, leaves)
             at.satisfied[node.ref] = ok
             if node.is_leaf:
                 at.messages[node.ref] = "placed" if ok else "not needed by its parent"
             else:
-                placed = sum(1 for child in node.children if self._count(child, leaves))
+                placed = sum(1 for child in node.children if self.count(child, leaves))
                 at.messages[node.ref] = _placed_message(node, placed)
 
     # ------------------------------------------------------------------------ results
-    def _success(self, at: _Attempt, strategy: str) -> CycleResult:
+    def _success(self, at: Attempt, strategy: str) -> CycleResult:
         self._extend(self.tree, at)
         placed = {id(pod) for pod, _ in at.placements}
         for part in self.gang.parts:
@@ -554,7 +372,7 @@ class TreePlacement:
             levels=self._levels(at, None),
         )
 
-    def _levels(self, at: _Attempt, failure: str | None) -> dict[GroupRef, tuple[bool, str]]:
+    def _levels(self, at: Attempt, failure: str | None) -> dict[GroupRef, tuple[bool, str]]:
         """Each level's verdict for status: its own failure first, else (kube-scheduler's
         words) the nearest level above that failed, else placed. `failure`: the root's
         message when the whole tree failed."""
@@ -574,7 +392,7 @@ class TreePlacement:
             if node.ref in failed_here:
                 levels[node.ref] = (False, at.messages[node.ref])
                 continue
-            up = next((a for a in self._ancestors(node) if a.ref in failed_here), None)
+            up = next((a for a in self.ancestors_within(node) if a.ref in failed_here), None)
             if up is not None:
                 relation = "parent" if up is node.parent else "ancestor"
                 why = failure if up is root and failure is not None else at.messages[up.ref]
@@ -587,7 +405,7 @@ class TreePlacement:
             levels[node.ref] = (ok, at.messages.get(node.ref) or ("placed" if ok else "not tried"))
         return levels
 
-    def _extend(self, node: TreeNode, at: _Attempt) -> None:
+    def _extend(self, node: TreeNode, at: Attempt) -> None:
         """After the root is satisfied: members beyond minCount of placed leaves, and the
         children not needed for minGroupCount, each placed whole where it fits."""
         if node.is_leaf:
@@ -599,7 +417,7 @@ class TreePlacement:
                 self._extend(child, at)
                 continue
             mark, start = self.snap.checkpoint(), len(at.placements)
-            trial = _Attempt(placements=at.placements)
+            trial = Attempt(placements=at.placements)
             if self._greedy(child, trial):
                 at.satisfied.update(trial.satisfied)
                 at.messages.update(trial.messages)
@@ -619,7 +437,7 @@ class TreePlacement:
             placed = sum(1 for child in node.children if at.satisfied.get(child.ref))
             at.messages[node.ref] = _placed_message(node, placed)
 
-    def _failure(self, at: _Attempt, *, nothing_placed: bool = False) -> CycleResult:
+    def _failure(self, at: Attempt, *, nothing_placed: bool = False) -> CycleResult:
         root = self.tree
         if nothing_placed:
             message = (
@@ -642,7 +460,7 @@ class TreePlacement:
             levels=levels,
         )
 
-    def _why_not(self, pod: Pod, at: _Attempt) -> str:
+    def _why_not(self, pod: Pod, at: Attempt) -> str:
         ref = _leaf_of(pod, self.parts)
         if ref is None:
             return "not placed"
