@@ -1,5 +1,5 @@
 """kube-scheduler's test/integration/scheduler/podgroup/topology_aware_scheduling/cpg_tas_test.go
-(TestCPGTopologyAwareScheduling), the first five cases.
+(TestCPGTopologyAwareScheduling), its first ten cases.
 
 Topology per level of a CompositePodGroup tree (KEP-6012 with KEP-5732; issue 20): the root's
 `schedulingConstraints.topology` keeps every child in one domain, a child's own constraint
@@ -34,25 +34,36 @@ def tas_node(name: str, rack: str, zone: str, *, taint: str | None = None) -> Ma
     return raw
 
 
-def root(key: str, min_groups: int = 2) -> Manifest:
+def root(key: str | None, min_groups: int | None = 2, name: str = "cpg-root") -> Manifest:
+    return sub(name, None, key, min_groups)
+
+
+def sub(name: str, parent: str | None, key: str | None, min_groups: int | None = 2) -> Manifest:
     return composite_group(
-        "cpg-root",
+        name,
         min_group_count=min_groups,
         priority=100,
         template=("cpg", "workload"),
         topology_key=key,
+        parent=parent,
     )
 
 
-def child(name: str, min_count: int | None, key: str | None = None) -> Manifest:
+def child(
+    name: str, min_count: int | None, key: str | None = None, parent: str = "cpg-root"
+) -> Manifest:
     return upstream_group(
         name,
         min_count=min_count,
         priority=100,
-        parent="cpg-root",
+        parent=parent,
         template=("pg", "workload"),
         topology_key=key,
     )
+
+
+def labelled(name: str, **labels: str) -> Manifest:
+    return node(name, cpu="2", labels=labels)
 
 
 def member(name: str, group: str, **spec: Any) -> Manifest:
@@ -192,3 +203,135 @@ def test_one_child_constrained_the_other_uses_the_parents_domain() -> None:
     sc.assert_scheduled("p1", "p2", "p3", "p4")
     assert len(labels_of(sc, ["p1", "p2", "p3", "p4"], "zone")) == 1
     assert len(labels_of(sc, ["p1", "p2"], "rack")) == 1
+
+
+def test_preexisting_pods_of_the_children_constrain_the_domains() -> None:
+    """cpg_tas_test.go: parent CPG and all child PGs have topology constraints, preexisting pod
+    group pods constrain the available topology domains."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r2", "rack-2", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z2-r1", "rack-1", "zone-2"),
+        tas_node("node5-z2-r1", "rack-1", "zone-2"),
+    )
+    sc.create(root("zone"), child("pg1", 2, "rack"), child("pg2", 2, "rack"))
+    sc.create(assigned("existing-z1", "node1-z1-r1", "1", group="pg1"))
+    sc.create(member("p1", "pg1"), member("p2", "pg2"), member("p3", "pg2"))
+    sc.settle()
+    sc.assert_scheduled("p1", "p2", "p3")
+    assert sc.node_of("p1") == "node1-z1-r1"
+    assert {sc.node_of(p) for p in ("p2", "p3")} <= {"node2-z1-r2", "node3-z1-r2"}
+
+
+def test_bound_members_in_conflicting_domains_fail_the_tree() -> None:
+    """cpg_tas_test.go: parent CPG has topology constraints, preexisting pod group pods are in
+    conflicting domains across pod groups, fails to schedule any pod (upstream: a scheduling
+    error)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z2-r1", "rack-1", "zone-2"),
+        tas_node("node4-z2-r1", "rack-1", "zone-2"),
+    )
+    sc.create(root("zone"), child("pg1", 2, "rack"), child("pg2", 2, "rack"))
+    sc.create(
+        assigned("existing-z1", "node1-z1-r1", "1", group="pg1"),
+        assigned("existing-z2", "node3-z2-r1", "1", group="pg2"),
+    )
+    sc.create(member("p1", "pg1"), member("p2", "pg2"))
+    sc.settle()
+    sc.assert_unschedulable("p1", "p2")
+    message = sc.outcomes[-1].unschedulable["default/p1"]
+    assert "bound in more than one zone domain" in message, message
+
+
+def test_three_levels_all_constrained_zone_block_rack() -> None:
+    """cpg_tas_test.go: 3-level CPG hierarchy: all levels have topology constraints (root=zone,
+    sub=block, leaf=rack)."""
+    sc = Scenario()
+    layout = [
+        ("node1-z1-g1-r1", "zone-1", "block-1", "rack-1"),
+        ("node2-z1-g1-r2", "zone-1", "block-1", "rack-2"),
+        ("node3-z1-g2-r1", "zone-1", "block-2", "rack-1"),
+        ("node4-z1-g2-r2", "zone-1", "block-2", "rack-2"),
+        ("node5-z2-g1-r1", "zone-2", "block-1", "rack-1"),
+        ("node6-z2-g1-r1", "zone-2", "block-1", "rack-1"),
+    ]
+    sc.create([labelled(n, zone=z, block=b, rack=r) for n, z, b, r in layout])
+    sc.create(
+        root("zone"),
+        sub("cpg-sub1", "cpg-root", "block"),
+        sub("cpg-sub2", "cpg-root", "block"),
+        child("pg1", 2, "rack", "cpg-sub1"),
+        child("pg2", 2, "rack", "cpg-sub1"),
+        child("pg3", 2, "rack", "cpg-sub2"),
+        child("pg4", 2, "rack", "cpg-sub2"),
+    )
+    groups = {"p1": "pg1", "p2": "pg1", "p3": "pg2", "p4": "pg2"}
+    groups |= {"p5": "pg3", "p6": "pg3", "p7": "pg4", "p8": "pg4"}
+    sc.create([member(name, group) for name, group in groups.items()])
+    sc.settle()
+    sc.assert_scheduled(*groups)
+    assert len(labels_of(sc, list(groups), "zone")) == 1
+    assert len(labels_of(sc, ["p1", "p2", "p3", "p4"], "block")) == 1
+    assert len(labels_of(sc, ["p5", "p6", "p7", "p8"], "block")) == 1
+    for pair in (["p1", "p2"], ["p3", "p4"], ["p5", "p6"], ["p7", "p8"]):
+        assert len(labels_of(sc, pair, "rack")) == 1, pair
+
+
+def test_three_levels_mid_level_unconstrained() -> None:
+    """cpg_tas_test.go: 3-level CPG hierarchy: mid-level without topology constraints
+    (root=zone, sub=none, leaf=rack)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r2", "rack-2", "zone-1"),
+        tas_node("node3-z2-r1", "rack-1", "zone-2"),
+    )
+    sc.create(
+        root("zone"),
+        sub("cpg-sub1", "cpg-root", None, None),
+        sub("cpg-sub2", "cpg-root", None, None),
+        child("pg1", 2, "rack", "cpg-sub1"),
+        child("pg2", 2, "rack", "cpg-sub2"),
+    )
+    sc.create(member("p1", "pg1"), member("p2", "pg1"), member("p3", "pg2"), member("p4", "pg2"))
+    sc.settle()
+    sc.assert_scheduled("p1", "p2", "p3", "p4")
+    assert len(labels_of(sc, ["p1", "p2", "p3", "p4"], "zone")) == 1
+    assert len(labels_of(sc, ["p1", "p2"], "rack")) == 1
+    assert len(labels_of(sc, ["p3", "p4"], "rack")) == 1
+
+
+def test_three_levels_top_level_unconstrained() -> None:
+    """cpg_tas_test.go: 3-level CPG hierarchy: top level without topology constraint
+    (root=none, sub=zone, leaf=rack)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r2", "rack-2", "zone-1"),
+        tas_node("node3-z2-r3", "rack-3", "zone-2"),
+        tas_node("node4-z2-r4", "rack-4", "zone-2"),
+        tas_node("node5-z2-r5", "rack-5", "zone-2"),
+    )
+    sc.create(
+        root(None, None),
+        sub("cpg-sub1", "cpg-root", "zone"),
+        sub("cpg-sub2", "cpg-root", "zone"),
+        child("pg1", 2, "rack", "cpg-sub1"),
+        child("pg2", 2, "rack", "cpg-sub1"),
+        child("pg3", 2, "rack", "cpg-sub2"),
+        child("pg4", 2, "rack", "cpg-sub2"),
+    )
+    groups = {"p1": "pg1", "p2": "pg1", "p3": "pg2", "p4": "pg2"}
+    groups |= {"p5": "pg3", "p6": "pg3", "p7": "pg4", "p8": "pg4"}
+    sc.create([member(name, group) for name, group in groups.items()])
+    sc.settle()
+    sc.assert_scheduled(*groups)
+    assert len(labels_of(sc, ["p1", "p2", "p3", "p4"], "zone")) == 1
+    assert len(labels_of(sc, ["p5", "p6", "p7", "p8"], "zone")) == 1
+    for pair in (["p1", "p2"], ["p3", "p4"], ["p5", "p6"], ["p7", "p8"]):
+        assert len(labels_of(sc, pair, "rack")) == 1, pair

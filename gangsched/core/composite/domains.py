@@ -53,6 +53,16 @@ def candidate_domains(
     return [domain for *_, domain in sorted(scored, key=lambda s: (s[0], s[1]))][:MAX_DOMAINS]
 
 
+def bound_domains(node: TreeNode, snap: Snapshot, parts: dict[GroupRef, GangMember]) -> list[str]:
+    """The values of `node`'s key holding members of its subtree already bound: more than
+    one means no domain can hold the subtree (upstream: an error on the tree)."""
+    assert node.composite is not None and node.composite.topology_key is not None
+    key = node.composite.topology_key
+    leaves = [parts[leaf.ref] for leaf in node.leaves() if leaf.ref in parts]
+    values = {snap.nodes[i].labels.get(key, "") for i in _bound_nodes(leaves, snap)}
+    return sorted(values)
+
+
 def confined_placer(
     placer: GangPlacer, refs: Iterable[GroupRef], mask: BoolVector, name: str
 ) -> GangPlacer:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gangsched.core.composite.attempt import Attempt
-from gangsched.core.composite.domains import candidate_domains, confined_placer
+from gangsched.core.composite.domains import bound_domains, candidate_domains, confined_placer
 from gangsched.core.composite.search import backtrack, leaf_orders, subset_search
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.composite.validation import validate_tree
@@ -142,6 +142,9 @@ class TreePlacement:
         assert root.composite is not None and root.composite.topology_key is not None
         key = root.composite.topology_key
         refs = [leaf.ref for leaf in root.leaves()]
+        spread = bound_domains(root, self.snap, self.parts)
+        if len(spread) > 1:
+            return CycleResult(Code.ERROR, message=_spread_message(root, key, spread))
         last: CycleResult | None = None
         tried = 0
         for domain in candidate_domains(root, self.snap, self.parts, self.outer):
@@ -238,6 +241,11 @@ class TreePlacement:
         subtree = Gang(key=node.ref, parts=parts, tree=node)
         refs = [part.group.ref for part in parts]
         last = ""
+        spread = bound_domains(node, self.snap, self.parts)
+        if len(spread) > 1:
+            at.satisfied[node.ref] = False
+            at.messages[node.ref] = _spread_message(node, node.composite.topology_key, spread)
+            return False
         for domain in candidate_domains(node, self.snap, self.parts, self.outer):
             mask = domain.mask if self.outer is None else domain.mask & self.outer
             inner = TreePlacement(
@@ -470,6 +478,14 @@ class TreePlacement:
 def place_tree(placer: GangPlacer, gang: Gang, snap: Snapshot) -> CycleResult:
     """The cycle for a CompositePodGroup tree (module doc)."""
     return TreePlacement(placer, gang, snap).run()
+
+
+def _spread_message(node: TreeNode, key: str, values: list[str]) -> str:
+    shown = ", ".join(f"{key}={value}" if value else f"no {key}" for value in values)
+    return (
+        f"{node.label()}: members are bound in more than one {key} domain ({shown}); "
+        "no single domain can hold the subtree"
+    )
 
 
 def _constrained(node: TreeNode) -> bool:
