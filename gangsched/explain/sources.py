@@ -19,10 +19,11 @@ from gangsched.core.cluster import ClusterState
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
+from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
-from gangsched.edge.watches import POD_GROUP_GROUPS
+from gangsched.edge.watches import COMPOSITE_API_VERSION, POD_GROUP_GROUPS
 from gangsched.simulate.loader import load_cluster
 
 #: Page size of list requests (as kubectl's chunking).
@@ -124,6 +125,14 @@ async def _pod_group_versions(kube: Kube) -> dict[Dialect, str]:
     return versions
 
 
+async def _serves_composites(kube: Kube) -> bool:
+    try:
+        resources = await kube.get(f"/apis/{COMPOSITE_API_VERSION}")
+    except (TimeoutError, KubeError, aiohttp.ClientError, OSError):
+        return False
+    return any(r.get("name") == "compositepodgroups" for r in resources.get("resources", []))
+
+
 async def from_cluster(kube: Kube, *, scheduler_name: str) -> ClusterRead:
     """List everything the scheduler watches, once, into a throwaway ClusterState."""
     cluster = ClusterState(scheduler_name=scheduler_name)
@@ -164,6 +173,17 @@ async def from_cluster(kube: Kube, *, scheduler_name: str) -> ClusterRead:
             ref = GroupRef(dialect, str(meta.get("namespace")), str(meta.get("name")))
             read.raw_groups[ref] = group
         cache.pod_groups().replace(groups)
+    if read.versions.get(Dialect.UPSTREAM) and await _serves_composites(kube):
+        # CompositePodGroups (v1alpha3 only): the trees the upstream PodGroups belong to.
+        CompositeCache(cache).handler().replace(
+            await _list(
+                kube,
+                f"/apis/{COMPOSITE_API_VERSION}/compositepodgroups",
+                "compositepodgroups.scheduling.k8s.io",
+                kind="CompositePodGroup",
+                api_version=COMPOSITE_API_VERSION,
+            )
+        )
     cache.budgets().replace(
         await _list(
             kube,

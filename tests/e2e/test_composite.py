@@ -12,6 +12,7 @@ import pytest
 
 from .k8s import JSON, Kube, condition
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
+from .test_explain import explain_json
 from .test_operator import UPSTREAM, Env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
@@ -106,6 +107,15 @@ async def test_a_three_level_tree_binds_whole_or_not_at_all(env: Env) -> None:
     for name in TREE_PODS:
         scheduled = condition(pods[name], "PodScheduled") or {}
         assert (scheduled.get("status"), scheduled.get("reason")) == ("False", "Unschedulable")
+
+    # `gangsched explain` on the live cluster shows the tree and the level that fails.
+    explained = await explain_json(f"{env.ns}/job", kubeconfig=env.sched.kubeconfig)
+    levels = {level["name"].rpartition("/")[2]: level for level in explained["tree"]}
+    assert set(levels) == {"job", "slices", "s1", "s2", "head"}, explained["tree"]
+    assert levels["job"]["kind"] == "CompositePodGroup" and levels["job"]["depth"] == 0
+    assert levels["s1"]["depth"] == 2
+    assert explained["result"] == "unschedulable", explained["message"]
+    assert "minGroupCount (2) cannot be satisfied" in levels["job"]["message"]
 
     # Room for all: the whole tree binds and every level turns True/Scheduled.
     await env.add_nodes(1, cpu="4")
