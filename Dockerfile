@@ -31,7 +31,15 @@ RUN --mount=type=secret,id=pip-ca \
     if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
  && sh hack/install-locked.sh wheel /tmp/wheels \
  && sh hack/install-locked.sh app /opt/gangsched /tmp/wheels \
+ && rm -rf /tmp/wheels \
  && /opt/gangsched/bin/gangsched --version
+# What the runtime never loads stays out of the final stage: the dependencies' own test suites
+# (numpy's are 17 MB) and numpy's build tools (f2py, numpy.distutils, numpy-config).
+RUN set -eu; \
+    site=$(/opt/gangsched/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
+    find "$site" -depth -type d -name tests -exec rm -rf {} +; \
+    rm -rf "$site"/numpy/f2py "$site"/numpy/distutils /opt/gangsched/bin/f2py /opt/gangsched/bin/numpy-config; \
+    /opt/gangsched/bin/gangsched --version
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="gangsched" \

@@ -70,8 +70,11 @@ make_rootfs() {
   local sources=() line
   for line in "${BASE_SOURCES[@]}"; do sources+=("$line"); done
   # minbase: Essential + required + apt, like debian:bookworm-slim; no Recommends (python3-pip
-  # would pull in a compiler); documentation dropped as the slim images do.
+  # would pull in a compiler); documentation dropped as the slim images do. The merged-usr hook
+  # lays out /bin -> usr/bin as debian:bookworm does, with the tiny usr-is-merged package:
+  # without it mmdebstrap installs usrmerge, which brings the whole of perl (47 MB).
   mmdebstrap --quiet --mode=root --variant=minbase \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --include="$BASE_PACKAGES" \
     --aptopt='APT::Install-Recommends "false"' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
