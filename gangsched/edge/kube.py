@@ -137,7 +137,10 @@ class Kube:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = 30.0,
+        decode: Callable[[bytes], JSON] | None = None,
     ) -> JSON:
+        """`decode` replaces the generic JSON decoding of a successful answer (typed list
+        pages, gangsched.edge.wire)."""
         response = await self._send(
             method, path, query=query, body=body, content_type=content_type, timeout=timeout
         )
@@ -147,11 +150,15 @@ class Kube:
                 raise self._failed(method, path, query, _error(response.status, raw))
         if not raw:
             return {}
+        if decode is not None:
+            return decode(raw)
         decoded: JSON = orjson.loads(raw)
         return decoded
 
-    async def get(self, path: str, **query: Any) -> JSON:
-        return await self.request("GET", path, query=query)
+    async def get(
+        self, path: str, *, decode: Callable[[bytes], JSON] | None = None, **query: Any
+    ) -> JSON:
+        return await self.request("GET", path, query=query, decode=decode)
 
     async def post(self, path: str, body: JSON) -> JSON:
         return await self.request("POST", path, body=body)

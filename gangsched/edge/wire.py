@@ -1,0 +1,181 @@
+"""Typed decoding of list pages: only the fields the scheduler reads become Python objects.
+
+A listed pod is mostly what gangsched never looks at: managedFields, container images,
+commands, env, mounts and probes, and a status full of conditions and container states. The
+standard route (orjson into dicts) allocates all of it, and at 50,000 pods allocation was the
+start-up's largest cost and its memory peak (bench/README.md, issue 17). msgspec decodes
+into these TypedDicts and skips every key they do not name while parsing, at C speed, and the
+result is still plain dicts, so the converters in gangsched.core.api read them unchanged.
+
+The shapes below are what `pod_from_raw`, `node_from_raw`, the cache's change fingerprints
+and its problem reports read; a field read there but missing here would silently read as
+absent, which tests/unit/edge/test_wire.py guards against (every pod and node of the test
+fixtures converts to the same model either way). Leaves are typed only where the API
+server's own schema guarantees the type; a page that does not validate anyway (an
+aggregated or patched API server) is decoded the standard way, so typed decoding can make
+a list cheaper but never make it fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+import msgspec
+import orjson
+
+Decoder = Callable[[bytes], dict[str, Any]]
+
+
+class _OwnerReference(TypedDict, total=False):
+    name: str
+    controller: bool
+
+
+class _Meta(TypedDict, total=False):
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    creationTimestamp: str
+    deletionTimestamp: str
+    resourceVersion: str
+    generation: int
+    ownerReferences: list[_OwnerReference]
+
+
+# -- pods ---------------------------------------------------------------------------------------
+class _Container(TypedDict, total=False):
+    """What a container contributes to placement; image, command, env, mounts and probes
+    (most of a real pod's spec) are skipped."""
+
+    name: str
+    resources: dict[str, Any]
+    ports: list[dict[str, Any]]
+    restartPolicy: str
+
+
+class _Volume(TypedDict, total=False):
+    """Only the sources that need a claim; configMap, secret, projected, ... are skipped."""
+
+    name: str
+    persistentVolumeClaim: dict[str, Any]
+    ephemeral: dict[str, Any]
+
+
+class _PodSpec(TypedDict, total=False):
+    schedulerName: str
+    nodeName: str
+    nodeSelector: dict[str, str]
+    affinity: dict[str, Any]
+    tolerations: list[dict[str, Any]]
+    topologySpreadConstraints: list[dict[str, Any]]
+    containers: list[_Container]
+    initContainers: list[_Container]
+    overhead: dict[str, Any]
+    resources: dict[str, Any]
+    priority: int
+    priorityClassName: str
+    preemptionPolicy: str
+    schedulingGroup: dict[str, Any]
+    schedulingGates: list[dict[str, Any]]
+    volumes: list[_Volume]
+    hostNetwork: bool
+    os: dict[str, Any]
+    resourceClaims: list[dict[str, Any]]
+
+
+class _ContainerStatus(TypedDict, total=False):
+    """In-place resize: what the container holds now. State, image and ids are skipped."""
+
+    name: str
+    resources: dict[str, Any]
+    allocatedResources: dict[str, Any]
+
+
+class _Condition(TypedDict, total=False):
+    type: str
+    reason: str
+
+
+class _PodStatus(TypedDict, total=False):
+    phase: str
+    nominatedNodeName: str
+    resourceClaimStatuses: list[dict[str, Any]]
+    containerStatuses: list[_ContainerStatus]
+    initContainerStatuses: list[_ContainerStatus]
+    resize: str
+    conditions: list[_Condition]
+
+
+class _Pod(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: _Meta
+    spec: _PodSpec
+    status: _PodStatus
+
+
+# -- nodes --------------------------------------------------------------------------------------
+class _NodeSpec(TypedDict, total=False):
+    unschedulable: bool
+    taints: list[dict[str, Any]]
+
+
+class _NodeStatus(TypedDict, total=False):
+    """Images, conditions, addresses and nodeInfo (most of a real node) are skipped."""
+
+    capacity: dict[str, Any]
+    allocatable: dict[str, Any]
+
+
+class _Node(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: _Meta
+    spec: _NodeSpec
+    status: _NodeStatus
+
+
+# "continue" (the next page's token) is a Python keyword: only the functional form names it.
+_ListMeta = TypedDict("_ListMeta", {"resourceVersion": str, "continue": str}, total=False)
+
+
+class _PodList(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: _ListMeta
+    items: list[_Pod]
+
+
+class _NodeList(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: _ListMeta
+    items: list[_Node]
+
+
+def _typed(shape: Any) -> Decoder:
+    decoder = msgspec.json.Decoder(shape)
+
+    def decode(raw: bytes) -> dict[str, Any]:
+        try:
+            page: dict[str, Any] = decoder.decode(raw)
+        except msgspec.ValidationError:
+            fallback: dict[str, Any] = orjson.loads(raw)
+            return fallback
+        return page
+
+    return decode
+
+
+#: Decoders of list pages, by the resource path the informer lists.
+LIST_DECODERS: dict[str, Decoder] = {
+    "/api/v1/pods": _typed(_PodList),
+    "/api/v1/nodes": _typed(_NodeList),
+}
+
+#: Decodes one pod or node the way a list page's item is decoded (tests, explain).
+decode_pod = _typed(_Pod)
+decode_node = _typed(_Node)
