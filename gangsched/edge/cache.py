@@ -34,7 +34,7 @@ from gangsched.core.api import (
 from gangsched.core.cluster import ClusterState
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.scheduler import Scheduler
-from gangsched.edge.handlers import Handler, object_key
+from gangsched.edge.handlers import Handler, PagedHandler, Relist, object_key
 from gangsched.edge.kube import JSON
 from gangsched.edge.policy_cache import PolicyCache
 
@@ -102,20 +102,35 @@ class ClusterCache:
                 self.on_problem(kind, key, message)
 
     # ---------------------------------------------------------------------------------- pods
-    def pods(self) -> Handler:
-        return Handler(self._replace_pods, self._upsert_pod, self._delete_pod)
+    def pods(self) -> PagedHandler:
+        return PagedHandler(
+            self._replace_pods, self._upsert_pod, self._delete_pod, self._relist_pods
+        )
 
     def _replace_pods(self, objects: list[JSON]) -> None:
-        seen = set()
-        for obj in objects:
-            seen.add(object_key(obj))
-            self._upsert_pod(obj, notify=False)
-        for key in [k for k in self.cluster.pods if k not in seen]:
-            self._forget_pod(key)
-        self.policy.refresh_budgets()
-        self.scheduler.enqueue_pending(self.clock())
-        self.scheduler.queue.wake_waiting()  # a relist may have brought their members
-        self.changed()
+        relist = self._relist_pods()
+        relist.add(objects)
+        relist.done()
+
+    def _relist_pods(self) -> Relist:
+        """Pods go into the cache page by page as the list arrives (no page is kept, so the
+        raw JSON of 50,000 pods is never held at once); pods no page brought are gone."""
+        seen: set[str] = set()
+
+        def add(objects: list[JSON]) -> None:
+            for obj in objects:
+                seen.add(object_key(obj))
+                self._upsert_pod(obj, notify=False)
+
+        def done() -> None:
+            for key in [k for k in self.cluster.pods if k not in seen]:
+                self._forget_pod(key)
+            self.policy.refresh_budgets()
+            self.scheduler.enqueue_pending(self.clock())
+            self.scheduler.queue.wake_waiting()  # a relist may have brought their members
+            self.changed()
+
+        return Relist(add, done)
 
     def _upsert_pod(self, obj: JSON, *, notify: bool = True) -> None:
         key = object_key(obj)

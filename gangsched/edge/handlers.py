@@ -45,6 +45,31 @@ class Handler:
             self._delete(obj)
 
 
+@dataclass
+class Relist:
+    """One relist fed page by page (gangsched.edge.informer): `add` per page, `done` once."""
+
+    _add: Callable[[list[JSON]], None]
+    _done: Callable[[], None]
+
+    def add(self, objects: list[JSON]) -> None:
+        self._add([obj for obj in objects if readable(obj)])
+
+    def done(self) -> None:
+        self._done()
+
+
+@dataclass
+class PagedHandler(Handler):
+    """A handler that also takes a relist page by page, so no page is kept after it has
+    gone into the cache (the pod cache: the raw JSON of 50,000 pods is never held at once)."""
+
+    _relist: Callable[[], Relist] = lambda: Relist(lambda _: None, lambda: None)
+
+    def relist(self) -> Relist:
+        return self._relist()
+
+
 def readable(obj: object) -> bool:
     if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
         return True

@@ -5,6 +5,12 @@ every event into generated models): paginated list, watch from the list's resour
 with bookmarks, relist on 410 Gone, reconnect with capped exponential backoff, and an
 inactivity timeout so a silently dead connection is replaced. After every (re)list the
 handler receives the complete set, so objects deleted while we were disconnected are noticed.
+
+A list is a chain of pages (each page's continue token asks for the next), so the next page
+is requested before the current one is handed on: the API server prepares page N+1 while we
+convert page N. A handler that takes a relist page by page (`PagedHandler`) gets each page as
+it arrives and no page is kept after it; others get the joined list at the end. Resources
+with a typed decoder (gangsched.edge.wire) decode only the fields the scheduler reads.
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ import asyncio
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
 from gangsched.edge.kube import JSON, Kube, KubeError
+from gangsched.edge.wire import LIST_DECODERS, Decoder
 
 log = structlog.get_logger("gangsched.informer")
 
@@ -29,6 +36,21 @@ class Handler(Protocol):
     def upsert(self, obj: JSON) -> None: ...
 
     def delete(self, obj: JSON) -> None: ...
+
+
+class Relist(Protocol):
+    """One relist fed page by page: `add` with each page's objects, then `done` once (what
+    no page brought is gone). A list that fails half-way never reaches `done`."""
+
+    def add(self, objects: list[JSON]) -> None: ...
+
+    def done(self) -> None: ...
+
+
+@runtime_checkable
+class PagedHandler(Handler, Protocol):
+    def relist(self) -> Relist:
+        """Start a relist (the informer calls it once its first page has arrived)."""
 
 
 @dataclass
@@ -90,34 +112,66 @@ class Informer:
             self.on_error(self.name, code)
 
     async def _list(self) -> None:
-        items: list[JSON] = []
-        cont = ""
-        while True:
-            query: dict[str, Any] = {"limit": self.page_size}
-            if cont:
-                query["continue"] = cont
-            page = await self.kube.get(self.path, **query)
-            for item in page.get("items") or []:
-                # Nothing here reads managedFields, about half of a pod's JSON: dropped page
-                # by page, a 20,000-pod list peaks at half the memory (bench/README.md).
-                (item.get("metadata") or {}).pop("managedFields", None)
-                items.append(item)
-            meta = page.get("metadata") or {}
-            cont = meta.get("continue") or ""
-            if not cont:
-                self.resource_version = str(meta.get("resourceVersion", ""))
-                break
         kind = self.kind or _item_kind(self.path)
-        for item in items:
-            item.setdefault("kind", kind)
-            if self.api_version:
-                item.setdefault("apiVersion", self.api_version)
-        self.handler.replace(items)
+        paged = self.handler if isinstance(self.handler, PagedHandler) else None
+        relist: Relist | None = None
+        joined: list[JSON] = []
+        request = asyncio.ensure_future(self._page(""))
+        try:
+            while True:
+                page = await request
+                meta = page.get("metadata") or {}
+                cont = meta.get("continue") or ""
+                if cont:
+                    # The server prepares the next page while this one goes into the cache.
+                    request = asyncio.ensure_future(self._page(cont))
+                    await asyncio.sleep(0)  # let it go out before this page's work begins
+                objects = self._objects(page, kind)
+                if paged is not None:
+                    relist = relist or paged.relist()
+                    relist.add(objects)
+                else:
+                    joined.extend(objects)
+                if not cont:
+                    self.resource_version = str(meta.get("resourceVersion", ""))
+                    break
+        finally:
+            if not request.done():
+                request.cancel()
+        if paged is not None:
+            (relist or paged.relist()).done()
+        else:
+            self.handler.replace(joined)
         self.last_error = ""
         self.relists += 1
         if self.on_relist is not None and self.relists > 1:
             self.on_relist(self.name)
         self.synced.set()
+
+    async def _page(self, cont: str) -> JSON:
+        query: dict[str, Any] = {"limit": self.page_size}
+        if cont:
+            query["continue"] = cont
+        decode: Decoder | None = LIST_DECODERS.get(self.path)
+        if decode is None:
+            return await self.kube.get(self.path, **query)
+        return await self.kube.get(self.path, decode=decode, **query)
+
+    def _objects(self, page: JSON, kind: str) -> list[JSON]:
+        objects = []
+        for item in page.get("items") or []:
+            if isinstance(item, dict):
+                # Nothing here reads managedFields, about half of a pod's JSON: dropped page
+                # by page (typed decoding never reads them), so a list peaks at half the
+                # memory (bench/README.md).
+                meta = item.get("metadata")
+                if isinstance(meta, dict):
+                    meta.pop("managedFields", None)
+                item.setdefault("kind", kind)
+                if self.api_version:
+                    item.setdefault("apiVersion", self.api_version)
+            objects.append(item)
+        return objects
 
     async def _watch(self) -> None:
         query = {
