@@ -64,3 +64,32 @@ def test_no_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _env_proxy("https://api.cluster.local") == (None, None)
     assert _env_proxy("https://api.example.com") == ("http://proxy.example:3128", None)
     assert _env_proxy(None) == (None, None)
+
+
+async def test_responses_are_asked_for_uncompressed(tmp_path: Path) -> None:
+    """As kube-scheduler's client: the API server would gzip every list page over 128 KiB,
+    which doubled a page's time on the bench cluster (bench/README.md, issue 17)."""
+    from aiohttp import web
+
+    seen: list[str] = []
+
+    async def pods(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Accept-Encoding", ""))
+        return web.json_response({"items": [], "metadata": {"resourceVersion": "1"}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/pods", pods)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", f"http://127.0.0.1:{port}"))
+    kube = await Kube.connect(str(path))
+    try:
+        assert (await kube.get("/api/v1/pods", limit=500))["metadata"]["resourceVersion"] == "1"
+    finally:
+        await kube.close()
+        await runner.cleanup()
+    assert seen == ["identity"]
