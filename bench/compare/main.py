@@ -22,7 +22,7 @@ from bench.compare.plot import plot
 from bench.compare.report import markdown, summarize
 from bench.compare.runs import Options, run_ceiling, run_one
 from bench.compare.topology_run import run_topology
-from bench.compare.workloads import SCHEDULERS, SIZES
+from bench.compare.workloads import LIST_FLOOR, SCHEDULERS, SIZES
 from bench.harness import (
     HACK,
     ROOT,
@@ -91,7 +91,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for round_no in range(1, args.rounds + 1):
             for workload in workloads:
-                for scheduler in schedulers:
+                floor = [LIST_FLOOR] if workload == "d" and args.floor else []
+                for scheduler in floor + schedulers:
                     print(
                         f"[compare] round {round_no} ({workload}) {scheduler}",
                         f"load {load_average()}",
@@ -181,6 +182,12 @@ def main() -> None:
     )
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--no-ceiling", dest="ceiling", action="store_false")
+    parser.add_argument(
+        "--no-floor",
+        dest="floor",
+        action="store_false",
+        help="(d) without its list floor (a bare client listing the same objects first)",
+    )
     parser.add_argument(
         "--profile", type=Path, help="py-spy raw profiles of gangsched into this directory"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from bench.compare.workloads import SCHEDULERS, WORKLOADS, titles
+from bench.compare.workloads import LIST_FLOOR, SCHEDULERS, WORKLOADS, titles
 
 # ------------------------------------------------------------------------------- summary
 METRICS = (
@@ -45,7 +45,13 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for m in METRICS
             if m in ours and m in theirs and theirs[m]
         }
-    return {"medians": medians, "ratios": ratios}
+    floor = medians.get("d", {}).get(LIST_FLOOR, {}).get("first_bind_s")
+    over_floor = {
+        scheduler: round(m["first_bind_s"] - floor, 3)
+        for scheduler, m in medians.get("d", {}).items()
+        if floor is not None and scheduler != LIST_FLOOR and "first_bind_s" in m
+    }
+    return {"medians": medians, "ratios": ratios, "first_bind_over_floor_s": over_floor}
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
@@ -72,7 +78,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         per = medians.get(workload)
         if not per:
             continue
-        for scheduler in (*SCHEDULERS, "bare-binder"):
+        for scheduler in (LIST_FLOOR, *SCHEDULERS, "bare-binder"):
             m = per.get(scheduler)
             if m is None:
                 continue
@@ -101,4 +107,11 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
                 f"{fmt(r.get('cpu_s'), 2)} / {fmt(r.get('cpu_s_total'), 2)} | "
                 f"{fmt(r.get('rss_peak_mib'), 2)} |"
             )
+    over = summary.get("first_bind_over_floor_s") or {}
+    if over:
+        lines += [
+            "",
+            f"(d) first bind minus the {LIST_FLOOR} (a bare client listing the same objects, "
+            "same round): " + ", ".join(f"{s} {v:+.2f} s" for s, v in over.items()),
+        ]
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_clus
 from bench.compare.measure import ApiCounts, Watch, load_average, wait_running, wait_until
 from bench.compare.schedulers import PySpy, client_requests, prepare_launch, start, wait_ready
 from bench.compare.workloads import (
+    LIST_FLOOR,
     NAMESPACE,
     Sizes,
     bench_node,
@@ -66,6 +67,8 @@ async def run_one(
             await env.post_all([create_request(p) for p in bound_pods(sizes)])
             await wait_running(kube)
             shared["d"] = (env, kube)
+    if scheduler == LIST_FLOOR:
+        return await run_list_floor(env, round_no)
     run_dir = env.cluster.dir / f"run-{workload}-{scheduler}-{round_no}"
     watch = Watch()
     running: SchedulerProcess | None = None
@@ -174,6 +177,62 @@ async def run_one(
                 stop_cluster(env.cluster)
             else:
                 announce_kept(env.cluster)
+
+
+#: What gangsched lists before its first decision on the bench cluster (every kind it
+#: watches that the cluster serves; most are empty but for pods, nodes and namespaces).
+FLOOR_PATHS = (
+    "/api/v1/pods",
+    "/api/v1/nodes",
+    "/api/v1/namespaces",
+    "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "/apis/policy/v1/poddisruptionbudgets",
+    "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups",
+    "/apis/scheduling.k8s.io/v1beta1/podgroups",
+    "/api/v1/persistentvolumes",
+    "/api/v1/persistentvolumeclaims",
+    "/apis/storage.k8s.io/v1/storageclasses",
+    "/apis/storage.k8s.io/v1/csinodes",
+    "/apis/resource.k8s.io/v1/resourceslices",
+    "/apis/resource.k8s.io/v1/resourceclaims",
+    "/apis/resource.k8s.io/v1/deviceclasses",
+)
+
+
+async def run_list_floor(env: Env, round_no: int) -> dict[str, Any]:
+    """(d)'s floor: a bare Go client (bench/loadgen -list) listing what gangsched lists, all
+    kinds at once, pages of 500, no compression, items split but not decoded: exec to the
+    last page. No scheduler can bind before it has these objects."""
+    result: dict[str, Any] = {
+        "workload": "d",
+        "scheduler": LIST_FLOOR,
+        "round": round_no,
+        "load_before": load_average(),
+    }
+    proc = await asyncio.create_subprocess_exec(
+        str(env.loadgen),
+        "-server",
+        env.server,
+        "-token",
+        env.token,
+        "-ca",
+        str(env.ca),
+        "-list",
+        ",".join(FLOOR_PATHS),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"loadgen -list failed: {err.decode()[-2000:]}")
+    listed = {}
+    for line in out.decode().splitlines():
+        path, objects, size, seconds = line.split("\t")
+        listed[path] = {"objects": int(objects), "bytes": int(size), "seconds": float(seconds)}
+    result["listed"] = listed
+    result["first_bind_s"] = listed["total"]["seconds"]
+    result["load_after"] = load_average()
+    return result
 
 
 async def cleanup_gangs(kube: Kube) -> None:

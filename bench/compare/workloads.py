@@ -11,6 +11,8 @@ from typing import Any
 NAMESPACE = "bench"
 KS_NAME = "kube-scheduler-baseline"
 SCHEDULERS = ("gangsched", "kube-scheduler", "gangsched-upstream")
+#: (d)'s floor, run before the schedulers of each round: a bare client listing the objects.
+LIST_FLOOR = "list-floor"
 WORKLOADS = ("a", "b", "c", "d", "t")
 
 

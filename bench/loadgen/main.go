@@ -9,6 +9,14 @@
 // output line is "key<TAB>unix-nanoseconds when the answer arrived<TAB>HTTP status". A summary
 // (count, errors, seconds, requests/s) goes to stderr; the exit status is 1 if any request
 // failed with a status other than 409 AlreadyExists.
+//
+//	loadgen -server URL -token T -ca FILE -list /api/v1/pods,/api/v1/nodes [-limit 500]
+//
+// lists each path to its end (pages of -limit, each page's items split but not decoded),
+// all paths at once, without response compression (as kube-scheduler's client): the time a
+// bare client needs to list what a scheduler must have before its first decision, the floor
+// of workload (d)'s restart. Output: "path<TAB>objects<TAB>bytes<TAB>seconds" per path and
+// "total<TAB>objects<TAB>bytes<TAB>seconds" (from exec to the last page of any path).
 package main
 
 import (
@@ -21,7 +29,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,7 +54,10 @@ func main() {
 	token := flag.String("token", "", "bearer token")
 	caFile := flag.String("ca", "", "CA certificate file")
 	concurrency := flag.Int("concurrency", 64, "requests in flight")
+	list := flag.String("list", "", "comma-separated paths to list (the list floor) instead of POSTing")
+	limit := flag.Int("limit", 500, "page size of -list")
 	flag.Parse()
+	started := time.Now()
 
 	pool := x509.NewCertPool()
 	if pem, err := os.ReadFile(*caFile); err == nil {
@@ -57,8 +70,12 @@ func main() {
 		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: *concurrency,
+		DisableCompression:  *list != "",
 	}
 	client := &http.Client{Transport: transport, Timeout: 120 * time.Second}
+	if *list != "" {
+		os.Exit(listAll(client, *server, *token, strings.Split(*list, ","), *limit, started))
+	}
 
 	var requests []request
 	scanner := bufio.NewScanner(os.Stdin)
@@ -78,7 +95,6 @@ func main() {
 	work := make(chan request)
 	results := make(chan result, 1024)
 	var wg sync.WaitGroup
-	started := time.Now()
 	for i := 0; i < *concurrency; i++ {
 		wg.Add(1)
 		go func() {
@@ -150,5 +166,90 @@ func post(client *http.Client, server, token string, r request) result {
 			}
 		}
 		return result{key: r.Key, doneAt: done, status: resp.StatusCode, err: msg}
+	}
+}
+
+type listed struct {
+	path    string
+	objects int
+	bytes   int64
+	seconds float64
+	err     error
+}
+
+// listAll lists every path concurrently (each path's pages one after another, as a
+// continue token needs the previous page) and prints what each took.
+func listAll(client *http.Client, server, token string, paths []string, limit int, started time.Time) int {
+	results := make([]listed, len(paths))
+	var wg sync.WaitGroup
+	for i, path := range paths {
+		wg.Add(1)
+		go func(i int, path string) {
+			defer wg.Done()
+			results[i] = listOne(client, server, token, path, limit, started)
+		}(i, path)
+	}
+	wg.Wait()
+	total := listed{path: "total"}
+	status := 0
+	for _, r := range results {
+		if r.err != nil {
+			fmt.Fprintf(os.Stderr, "loadgen: listing %s: %v\n", r.path, r.err)
+			status = 1
+		}
+		fmt.Printf("%s\t%d\t%d\t%.3f\n", r.path, r.objects, r.bytes, r.seconds)
+		total.objects += r.objects
+		total.bytes += r.bytes
+		if r.seconds > total.seconds {
+			total.seconds = r.seconds
+		}
+	}
+	fmt.Printf("%s\t%d\t%d\t%.3f\n", total.path, total.objects, total.bytes, total.seconds)
+	return status
+}
+
+func listOne(client *http.Client, server, token, path string, limit int, started time.Time) listed {
+	out := listed{path: path}
+	cont := ""
+	for {
+		query := url.Values{"limit": {fmt.Sprint(limit)}}
+		if cont != "" {
+			query.Set("continue", cont)
+		}
+		req, err := http.NewRequest(http.MethodGet, server+path+"?"+query.Encode(), nil)
+		if err != nil {
+			out.err = err
+			return out
+		}
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			out.err = err
+			return out
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			out.err = fmt.Errorf("status %d: %v %.200s", resp.StatusCode, err, body)
+			return out
+		}
+		var page struct {
+			Metadata struct {
+				Continue string `json:"continue"`
+			} `json:"metadata"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			out.err = err
+			return out
+		}
+		out.objects += len(page.Items)
+		out.bytes += int64(len(body))
+		cont = page.Metadata.Continue
+		if cont == "" {
+			out.seconds = time.Since(started).Seconds()
+			return out
+		}
 	}
 }
