@@ -180,3 +180,40 @@ async def test_same_identity_after_a_restart_takes_its_lease_back_at_once() -> N
     await first._try_acquire_or_renew()
     restarted = elector(server, "pod-0", clock)
     assert await restarted._try_acquire_or_renew()
+
+
+async def test_a_follower_looks_often_and_tries_at_the_moment_the_lease_expires() -> None:
+    """Issue 17: the follower takes over within half a second of expiry by its own clock,
+    not up to two retry periods after it as client-go's follower does."""
+    server, clock = LeaseServer(), Clock()
+    a = elector(server, "a", clock)
+    b = LeaderElector(kube=server, identity="b", clock=clock)  # type: ignore[arg-type]
+    assert b.retry_period == 2.0 and b.follower_wait() == 0.5  # nothing seen yet
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    assert not await b._try_acquire_or_renew()  # b sees a's lease now (15 s)
+    assert b.follower_wait() == 0.5
+    clock.now += 14.8
+    assert 0.2 <= b.follower_wait() <= 0.202  # wakes at expiry, not 0.5 s later
+    clock.now += 0.2
+    assert b.follower_wait() <= 0.002
+    assert await b._try_acquire_or_renew()
+    assert server.holder == "b"
+
+
+async def test_a_follower_that_sees_renewals_keeps_waiting_the_full_lease() -> None:
+    server, clock = LeaseServer(), Clock()
+    a = elector(server, "a", clock)
+    b = LeaderElector(kube=server, identity="b", clock=clock)  # type: ignore[arg-type]
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    for _ in range(10):
+        clock.now += 2
+        assert await a._try_acquire_or_renew()
+        assert not await b._try_acquire_or_renew()
+        assert b.follower_wait() == 0.5
+    clock.now += 14.9  # a stops renewing: 14.9 s since b saw the last renewal
+    assert not await b._try_acquire_or_renew()
+    assert b.follower_wait() <= 0.101
+    clock.now += 0.1
+    assert await b._try_acquire_or_renew()
