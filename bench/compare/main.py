@@ -39,7 +39,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         current = getattr(sizes, key)
         sizes = replace(sizes, **{key: type(current)(value)})
     opts = Options(
-        sizes=sizes, mode=args.mode, timeout=args.timeout, profile=args.profile, keep=args.keep
+        sizes=sizes,
+        mode=args.mode,
+        timeout=args.timeout,
+        profile=args.profile,
+        keep=args.keep,
+        profile_format=args.profile_format,
     )
     loadgen = loadgen_binary()
     workloads = [w for w in args.workloads.split(",") if w]
@@ -190,6 +195,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--profile", type=Path, help="py-spy raw profiles of gangsched into this directory"
+    )
+    parser.add_argument(
+        "--profile-format",
+        choices=["raw", "flamegraph"],
+        default="raw",
+        help="py-spy's output: collapsed stacks (.txt) or a flame graph (.svg)",
     )
     parser.add_argument(
         "--keep",

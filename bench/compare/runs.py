@@ -40,6 +40,7 @@ class Options:
     timeout: float
     profile: Path | None
     keep: bool = False
+    profile_format: str = "raw"
 
 
 async def run_one(
@@ -104,8 +105,11 @@ async def run_one(
         running = start(launch)
         if opts.profile is not None and launch.kind == "gangsched":
             opts.profile.mkdir(parents=True, exist_ok=True)
+            suffix = "svg" if opts.profile_format == "flamegraph" else "txt"
             spy = PySpy(
-                running.process.pid, opts.profile / f"{workload}-{scheduler}-{round_no}.txt"
+                running.process.pid,
+                opts.profile / f"{workload}-{scheduler}-{round_no}.{suffix}",
+                opts.profile_format,
             )
         ready_at = await wait_ready(running, launch)
         result["ready_s"] = round(ready_at - t_start, 3)
@@ -243,6 +247,7 @@ async def cleanup_gangs(kube: Kube) -> None:
         f"/api/v1/namespaces/{NAMESPACE}/pods",
         query={"labelSelector": "bench=gang"},
         body=body,
+        timeout=300,  # a deletecollection among 50,000 pods outlasts the default 30 s
     )
     for api in ("scheduling.sigs.k8s.io/v1alpha1", "scheduling.k8s.io/v1beta1"):
         await kube.request("DELETE", f"/apis/{api}/namespaces/{NAMESPACE}/podgroups", body=body)

@@ -136,9 +136,10 @@ def client_requests(launch: Launch) -> dict[str, float]:
 
 
 class PySpy:
-    """`py-spy record -f raw` on gangsched for the length of a run (--profile DIR)."""
+    """`py-spy record` on gangsched for the length of a run (--profile DIR): raw collapsed
+    stacks, or a flame graph SVG (--profile-format flamegraph)."""
 
-    def __init__(self, pid: int, out: Path) -> None:
+    def __init__(self, pid: int, out: Path, fmt: str = "raw") -> None:
         spy = Path(sys.executable).parent / "py-spy"
         self.process = subprocess.Popen(
             [
@@ -147,7 +148,7 @@ class PySpy:
                 "-p",
                 str(pid),
                 "-f",
-                "raw",
+                fmt,
                 "-o",
                 str(out),
                 "--rate",
