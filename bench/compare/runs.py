@@ -111,7 +111,7 @@ async def run_one(
                 opts.profile / f"{workload}-{scheduler}-{round_no}.{suffix}",
                 opts.profile_format,
             )
-        ready_at = await wait_ready(running, launch)
+        ready_at = await wait_ready(running, launch, timeout=max(180.0, opts.timeout))
         result["ready_s"] = round(ready_at - t_start, 3)
         if not precreate:
             await asyncio.sleep(2.0)  # informers synced on both sides before the burst

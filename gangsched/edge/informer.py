@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 
 from gangsched.edge.kube import JSON, Kube, KubeError
-from gangsched.edge.wire import LIST_DECODERS, Decoder
+from gangsched.edge.wire import LIST_DECODERS, Decoder, gc_paused
 
 log = structlog.get_logger("gangsched.informer")
 
@@ -129,7 +129,8 @@ class Informer:
                 objects = self._objects(page, kind)
                 if paged is not None:
                     relist = relist or paged.relist()
-                    relist.add(objects)
+                    with gc_paused():
+                        relist.add(objects)
                 else:
                     joined.extend(objects)
                 if not cont:
