@@ -53,13 +53,13 @@ class Sizes:
     ceiling_pods: int = 3000
     t_racks: int = 20
     t_rack_nodes: int = 16
-    t_gangs: int = 60
+    t_gangs: int = 90
     t_min: int = 2
     t_max: int = 32
     t_high_share: float = 0.3
     t_wave: int = 10
     t_wave_s: float = 3.0
-    t_quiet_s: float = 15.0
+    t_quiet_s: float = 45.0
 
 
 SIZES = {

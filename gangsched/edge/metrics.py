@@ -201,6 +201,7 @@ class Metrics:
             self.preemption_attempts.labels(result)
         for result in ("feasible", "infeasible"):
             self.placement_evaluations.labels(result)
+            self.placement_evaluation_duration.labels(result)
         for cause in ("conflict", "not_found", "other"):
             self.binding_errors.labels(cause)
 

@@ -107,6 +107,13 @@ async def populate(workload: Scene, sched: Gangsched) -> None:
     # candidate cheaper than the victims themselves.
     await workload.gang("fits", 2, "500m", priority_class_name=LOW)
     await workload.wait_bound(["fits-0", "fits-1"], timeout=90)
+    # Kept in one domain of the hostname label (one node): the topology metrics and panels.
+    await workload.group("racked", 2, topology={"required": "kubernetes.io/hostname"})
+    for i in range(2):
+        await workload.create_pod(
+            workload.pod(f"racked-{i}", "100m", "racked", priority_class_name=LOW)
+        )
+    await workload.wait_bound(["racked-0", "racked-1"], timeout=90)
     # Waits for members: 1 of minMember 3.
     await workload.gang("short", 1, "100m", min_member=3, priority_class_name=LOW)
     # Can never fit (8 CPUs per pod on 4-CPU nodes): unschedulable, preemption cannot help.

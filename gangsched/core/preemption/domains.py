@@ -26,7 +26,13 @@ import numpy as np
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleConfig, Gang, GangPlacer
 from gangsched.core.framework import Framework
-from gangsched.core.preemption.cost import Cost, kept_nominations, ranking, victim_cost
+from gangsched.core.preemption.cost import (
+    NO_VICTIMS,
+    Cost,
+    kept_nominations,
+    ranking,
+    victim_cost,
+)
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import VictimTable
@@ -50,7 +56,7 @@ class TopologyPreemptionConfig:
     #: A domain with at most this many potential victim units is solved exactly.
     exact_units: int = 16
     #: Real-cycle verifications the exact search may spend per domain.
-    exact_verifications: int = 256
+    exact_verifications: int = 64
     #: Victim sets the exact search may expand per domain.
     exact_expansions: int = 2000
 
@@ -87,9 +93,21 @@ def preempt_across_domains(
     domains = _candidate_domains(cls, key, snap)
     if not domains:
         return CannotHelp(f"topology: no domain of {key} can hold the group"), []
-    ordered = _order(gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key)
+    bounds = {d.name: _lower_bound(d, base, cls, snap) for d in domains}
+    ordered = _order(
+        gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key, bounds=bounds
+    )
     tried: list[DomainCandidate] = []
+    cheapest: tuple[int, int] | None = None  # (highest victim priority, pods) so far
     for domain in ordered[: max(config.max_domains, 2)]:
+        bound = bounds[domain.name]
+        if bound is None:
+            tried.append(DomainCandidate(domain, CannotHelp(_HOPELESS)))
+            continue
+        if cheapest is not None and bound > cheapest:
+            # Its capacity bound is already dearer than a verified set: neither it nor any
+            # domain after it (ordered by that bound) can win.
+            break
         table = _domain_table(base.table, domain.mask)
         if not table.units:
             tried.append(DomainCandidate(domain, CannotHelp("no lower-priority victims")))
@@ -114,7 +132,11 @@ def preempt_across_domains(
         mark = problem.mark()
         try:
             found = search(problem)
-            if len(table.units) <= config.exact_units:
+            if len(table.units) <= config.exact_units and (
+                isinstance(found, CannotHelp)
+                or (found.cost.max_priority, found.cost.pods) > bound
+                or found.cost.pdb_violations
+            ):
                 exact = exact_search(problem, domain, config)
                 if exact is not None and (
                     isinstance(found, CannotHelp) or _rank(exact, snap) < _rank(found, snap)
@@ -123,6 +145,13 @@ def preempt_across_domains(
         finally:
             problem.rollback(mark)
         tried.append(DomainCandidate(domain, found))
+        if (
+            isinstance(found, Candidate)
+            and not found.cost.unplaced
+            and not (found.cost.pdb_violations)
+        ):
+            mine = (found.cost.max_priority, found.cost.pods)
+            cheapest = mine if cheapest is None else min(cheapest, mine)
     feasible = [t for t in tried if isinstance(t.found, Candidate)]
     if not feasible:
         reasons = sorted({t.found.reason for t in tried if isinstance(t.found, CannotHelp)})
@@ -164,9 +193,10 @@ def _order(
     snap: Snapshot,
     cls: ConstraintClass,
     key: str,
+    bounds: dict[str, tuple[int, int] | None],
 ) -> list[Domain]:
     """The nominated domain first, then upstream's choice (every victim removed, the
-    best-scored domain), then the domains with fewest potential victim pods."""
+    best-scored domain), then the others by their cost bound (cheapest first)."""
     first: list[Domain] = []
     nominated = {
         snap.index[pod.nominated_node_name]
@@ -180,15 +210,53 @@ def _order(
     upstream = _upstream_choice(gang, base, snap, key, domains)
     if upstream is not None and upstream not in first:
         first.append(upstream)
-    victims_in = np.zeros(len(snap), dtype=np.int64)
-    for unit in base.table.units:
-        for _, node in unit.placed:
-            victims_in[node] += 1
+    hopeless = (NO_VICTIMS, 0)
     rest = sorted(
-        (d for d in domains if d not in first),
-        key=lambda d: (int(victims_in[d.nodes].sum()), d.name),
+        (d for d in domains if d not in first and bounds[d.name] is not None),
+        key=lambda d: (bounds[d.name] or hopeless, d.name),
     )
     return [*first, *rest]
+
+
+_HOPELESS = "even without every lower-priority pod the domain lacks the capacity"
+
+
+def _lower_bound(
+    domain: Domain, base: Problem, cls: ConstraintClass, snap: Snapshot
+) -> tuple[int, int] | None:
+    """(highest victim priority, victim pods) no victim set in the domain can go below, from
+    resource sums alone: the victims must free, per resource, what the members lack beyond
+    the domain's free capacity. None when even every victim does not free enough."""
+    pending = cls.pending
+    vectors = np.stack([snap.vector(pod) for pod in pending])
+    need = np.sort(vectors, axis=0)[: min(cls.need, len(pending))].sum(axis=0)
+    free = np.clip(snap.allocatable[domain.nodes] - snap.requested[domain.nodes], 0, None)
+    deficit = np.clip(need - free.sum(axis=0), 0, None)
+    if not deficit.any():
+        return (NO_VICTIMS, 0)
+    units: list[tuple[int, int, np.ndarray]] = []
+    for unit in base.table.units:
+        freed = np.zeros_like(deficit)
+        for pod, node in unit.placed:
+            if domain.mask[node]:
+                freed += snap.vector(pod)[: len(freed)]
+        if freed.any():
+            units.append((unit.priority, unit.size, freed))
+    for level in sorted({prio for prio, _, _ in units}):
+        allowed = [(size, freed) for prio, size, freed in units if prio <= level]
+        total = np.sum([freed for _, freed in allowed], axis=0)
+        if np.all(total >= deficit):
+            pods = 0
+            for col in np.flatnonzero(deficit):
+                amounts = sorted((int(freed[col]) for _, freed in allowed), reverse=True)
+                reached, count = 0, 0
+                for amount in amounts:
+                    if reached >= deficit[col]:
+                        break
+                    reached, count = reached + amount, count + 1
+                pods = max(pods, count)
+            return (level, pods)
+    return None
 
 
 def _upstream_choice(
