@@ -221,9 +221,12 @@ def scheduler_process(buildah_pid: int) -> tuple[int, str] | None:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
-        # The interpreter running the venv's entry point (not buildah's exec helper, whose
-        # arguments name it too).
-        if len(cmdline) > 1 and cmdline[1] == b"/opt/gangsched/bin/gangsched":
+        # The interpreter running the venv's entry point: argv [venv python, entry point, ...].
+        # Not buildah's exec helper, its parent, whose argv [buildah-chroot-exec, entry point,
+        # ...] names the entry point too: a SIGTERM to the helper kills it, its child gets
+        # SIGKILL (the parent-death signal) and buildah run exits 1, with no clean shutdown.
+        # In a pod the kubelet's SIGTERM reaches the interpreter itself (PID 1).
+        if cmdline[:2] == [b"/opt/gangsched/bin/python", b"/opt/gangsched/bin/gangsched"]:
             return pid, status
     return None
 
@@ -308,6 +311,10 @@ async def test_image_schedules_the_seed_walkthrough_in_cluster(
         # The kubelet's SIGTERM goes to the container's process: a clean exit, lease released.
         os.kill(pid, signal.SIGTERM)
         assert process.wait(timeout=60) == 0, tail()
+        lease = await kube.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM_NS}/leases/gangsched"
+        )
+        assert not lease["spec"].get("holderIdentity"), lease["spec"]
         text = log.read_text(errors="replace")
         assert "Traceback" not in text, tail()
         records = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
