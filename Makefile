@@ -50,7 +50,7 @@ image:
 	hack/image.sh build
 
 # The built image run against a local control plane as a pod would run it (tests/e2e/test_image.py).
-# Kept out of `make test` because a cold image build takes minutes.
+# Kept out of `make test` because a cold image build takes minutes; .ci/run runs it after.
 test-image: venv k8s-binaries image
 	$(PY) -m pytest -q -m image tests/e2e/test_image.py
 
