@@ -20,12 +20,19 @@ API server's claim.
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import AllocateClaim
-from gangsched.core.dra.model import DELETE_PROTECTION_FINALIZER, Allocation, Consumer
+from gangsched.core.dra.model import (
+    DELETE_PROTECTION_FINALIZER,
+    AllocatedConfig,
+    Allocation,
+    Consumer,
+)
 from gangsched.core.dra.state import DraState
 from gangsched.core.labels import NodeSelectorTerm, Requirement
 from gangsched.edge.kube import Kube, KubeError
@@ -38,7 +45,11 @@ def claim_path(key: str, subresource: str = "") -> str:
     return f"{path}/{subresource}" if subresource else path
 
 
-def allocation_json(allocation: Allocation) -> dict[str, Any]:
+def allocation_json(allocation: Allocation, *, now: datetime | None = None) -> dict[str, Any]:
+    """status.allocation as the API takes it. `now` becomes `allocationTimestamp`, which
+    kube-scheduler 1.37 sets when it writes an allocation (DRADeviceBindingConditions and
+    DRAResourceClaimDeviceStatus are on by default): drivers with binding conditions time
+    their wait from it."""
     results = []
     for r in allocation.results:
         result: dict[str, Any] = {
@@ -50,12 +61,28 @@ def allocation_json(allocation: Allocation) -> dict[str, Any]:
         if r.admin_access:
             result["adminAccess"] = True
         results.append(result)
-    body: dict[str, Any] = {"devices": {"results": results}}
+    devices: dict[str, Any] = {"results": results}
+    if allocation.config:
+        devices["config"] = [_config_json(c) for c in allocation.config]
+    body: dict[str, Any] = {"devices": devices}
+    if now is not None:
+        body["allocationTimestamp"] = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if allocation.node_selector is not None:
         body["nodeSelector"] = {
             "nodeSelectorTerms": [_term_json(term) for term in allocation.node_selector]
         }
     return body
+
+
+def _config_json(allocated: AllocatedConfig) -> dict[str, Any]:
+    config = allocated.config
+    out: dict[str, Any] = {
+        "source": allocated.source.value,
+        "opaque": {"driver": config.driver, "parameters": json.loads(config.parameters)},
+    }
+    if config.requests:
+        out["requests"] = list(config.requests)
+    return out
 
 
 def _term_json(term: NodeSelectorTerm) -> dict[str, Any]:
@@ -135,7 +162,7 @@ class ClaimWrite:
             "reservedFor": [_consumer_json(c) for c in (*observed.reserved_for, *d.reserve)]
         }
         if d.allocation is not None:
-            status["allocation"] = allocation_json(d.allocation)
+            status["allocation"] = allocation_json(d.allocation, now=datetime.now(UTC))
         answer = await kube.patch(
             claim_path(d.claim, "status"),
             {"metadata": {"resourceVersion": version}, "status": status},

@@ -25,6 +25,9 @@ RESOURCE = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
 SIGS = "scheduling.sigs.k8s.io/v1alpha1"
 FINALIZER = "resource.kubernetes.io/delete-protection"
+#: Opaque driver configuration of the class and of the claims (copied into the allocation).
+CLASS_CONFIG = {"opaque": {"driver": DRIVER, "parameters": {"kind": "GpuConfig", "mig": False}}}
+CLAIM_CONFIG = {"opaque": {"driver": DRIVER, "parameters": {"sharing": {"strategy": "None"}}}}
 
 
 class Env:
@@ -45,7 +48,10 @@ class Env:
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "DeviceClass",
                 "metadata": {"name": self.device_class},
-                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+                "spec": {
+                    "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+                    "config": [CLASS_CONFIG],
+                },
             },
         )
         for i in range(nodes):
@@ -91,6 +97,7 @@ class Env:
                                 }
                             ],
                             "constraints": [{"matchAttribute": f"{DRIVER}/nvlinkDomain"}],
+                            "config": [{"requests": ["gpus"], **CLAIM_CONFIG}],
                         }
                     }
                 },
@@ -291,6 +298,12 @@ async def test_gang_claims_allocated_and_reserved_before_binding(
         assert FINALIZER in claim["metadata"].get("finalizers", [])
         selector = claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]
         assert selector["matchFields"][0]["values"] == [node]
+        # The drivers' configuration, as kube-scheduler copies it: the class's, then the claim's.
+        assert claim["status"]["allocation"]["devices"]["config"] == [
+            {"source": "FromClass", "requests": ["gpus"], **CLASS_CONFIG},
+            {"source": "FromClaim", "requests": ["gpus"], **CLAIM_CONFIG},
+        ]
+        assert claim["status"]["allocation"]["allocationTimestamp"].endswith("Z")
         # Written before the bind: the claim was seen allocated no later than its pod bound.
         assert seen[f"claim/{env.claim_of[name]}"] <= seen[f"pod/{name}"]
     assert len(taken) == len(set(taken)) == 16, "no device twice"

@@ -105,11 +105,38 @@ class ResourceSlice:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceConfig:
+    """Opaque driver configuration from a DeviceClass or a claim, copied into the allocation
+    for the driver (the scheduler never reads it). `parameters` is canonical JSON text so
+    that claim specs stay hashable (the allocator's answers are cached by spec)."""
+
+    driver: str
+    parameters: str
+    #: A claim's config applies to these requests ("<request>" or "<request>/<sub>"); empty:
+    #: to all.
+    requests: tuple[str, ...] = ()
+
+
+class ConfigSource(StrEnum):
+    FROM_CLASS = "FromClass"
+    FROM_CLAIM = "FromClaim"
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedConfig:
+    """One entry of status.allocation.devices.config."""
+
+    source: ConfigSource
+    config: DeviceConfig
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceClass:
     name: str
     selectors: tuple[str, ...] = ()
     extended_resource_name: str = ""
     uid: str = ""
+    config: tuple[DeviceConfig, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +177,7 @@ class MatchAttribute:
 class ClaimSpec:
     requests: tuple[DeviceRequest, ...] = ()
     constraints: tuple[MatchAttribute, ...] = ()
+    config: tuple[DeviceConfig, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +200,8 @@ class Allocation:
     results: tuple[DeviceResult, ...]
     #: Where the devices are usable: nodeSelector terms (ORed); None = every node.
     node_selector: tuple[NodeSelectorTerm, ...] | None = None
+    #: The classes' and the claim's configuration for the drivers (see `results.py`).
+    config: tuple[AllocatedConfig, ...] = ()
 
     def admits(self, node_name: str, labels: dict[str, str]) -> bool:
         if self.node_selector is None:

@@ -8,6 +8,7 @@ allocation (an unknown allocation mode, a count below one, a request that is nei
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +25,7 @@ from gangsched.core.dra.model import (
     Consumer,
     Device,
     DeviceClass,
+    DeviceConfig,
     DeviceRequest,
     DeviceResult,
     DeviceTaint,
@@ -70,8 +72,47 @@ def device_class_from_raw(raw: Mapping[str, Any]) -> DeviceClass:
     selectors = _read_selectors(r, spec.get("selectors"), "spec.selectors")
     extended = r.string(spec.get("extendedResourceName"), "spec.extendedResourceName")
     uid = r.string(r.metadata.get("uid"), "metadata.uid")
+    config = read_configs(r, spec.get("config"), "spec.config")
     r.done()
-    return DeviceClass(name=r.name, selectors=selectors, extended_resource_name=extended, uid=uid)
+    return DeviceClass(
+        name=r.name, selectors=selectors, extended_resource_name=extended, uid=uid, config=config
+    )
+
+
+def read_configs(
+    r: Reader, raw: Any, field: str, *, known: set[str] | None = None
+) -> tuple[DeviceConfig, ...]:
+    """`config[{requests, opaque{driver, parameters}}]`; `known`: the claim's request names
+    (a class's config names no requests)."""
+    out = []
+    for index, entry in enumerate(r.items(raw, field)):
+        entry_field = item(field, index)
+        body = r.mapping(entry, entry_field)
+        if body.get("opaque") is None:
+            r.add(entry_field, "opaque is required (the only kind of device configuration)")
+            continue
+        opaque_field = child(entry_field, "opaque")
+        opaque = r.mapping(body.get("opaque"), opaque_field)
+        driver = r.string(opaque.get("driver"), child(opaque_field, "driver"))
+        if not driver:
+            r.add(child(opaque_field, "driver"), "is required")
+        parameters = opaque.get("parameters")
+        if parameters is None:
+            r.add(child(opaque_field, "parameters"), "is required")
+        requests: tuple[str, ...] = ()
+        if known is not None:
+            requests = r.strings(body.get("requests"), child(entry_field, "requests"))
+            for name in requests:
+                if name not in known:
+                    r.add(child(entry_field, "requests"), f"unknown request {show(name)}")
+        out.append(
+            DeviceConfig(
+                driver=driver,
+                parameters=json.dumps(parameters, sort_keys=True, separators=(",", ":")),
+                requests=requests,
+            )
+        )
+    return tuple(out)
 
 
 def _read_selectors(r: Reader, raw: Any, field: str) -> tuple[str, ...]:
@@ -284,7 +325,11 @@ def read_claim_spec(r: Reader, raw: Any, field: str) -> ClaimSpec:
             if name not in known:
                 r.add(child(entry_field, "requests"), f"unknown request {show(name)}")
         constraints.append(MatchAttribute(attribute=attribute, requests=scope))
-    return ClaimSpec(requests=tuple(requests), constraints=tuple(constraints))
+    known = {req.name for req in requests} | {
+        f"{req.name}/{sub.name}" for req in requests for sub in req.first_available
+    }
+    config = read_configs(r, devices.get("config"), child(devices_field, "config"), known=known)
+    return ClaimSpec(requests=tuple(requests), constraints=tuple(constraints), config=config)
 
 
 def _read_request(r: Reader, raw: Any, field: str) -> DeviceRequest | None:

@@ -345,7 +345,12 @@ class DraState:
             devices = self.devices_of(node)
             for claim, picks in zip(todo, outcome.picks, strict=True):
                 allocation = allocation_of_picks(
-                    picks, entries=self.inventory.entries, devices=devices, node=node
+                    picks,
+                    entries=self.inventory.entries,
+                    devices=devices,
+                    node=node,
+                    spec=claim.spec,
+                    classes=self.classes,
                 )
                 self.pending_allocation[claim.key] = allocation
                 self._hold(claim.key, allocation, add=True)
