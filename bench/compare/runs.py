@@ -165,6 +165,8 @@ async def run_one(
             low = [o["metadata"]["name"] for o in w.setup if o["kind"] == "Pod"]
             result["low_pods"] = len(low)
             result["victims"] = sum(1 for n in low if n in watch.gone)
+        if workload == "e":
+            result.update(await claim_outcome(kube))
         result["load_after"] = load_average()
         return result
     finally:
@@ -237,6 +239,32 @@ async def run_list_floor(env: Env, round_no: int) -> dict[str, Any]:
     result["first_bind_s"] = listed["total"]["seconds"]
     result["load_after"] = load_average()
     return result
+
+
+async def claim_outcome(kube: Kube) -> dict[str, Any]:
+    """(e): how many claims each scheduler allocated and reserved, and whether any device went
+    to two claims (the claims, not the pods' phase, say whether DRA was done: kwok runs pods
+    whatever their claims)."""
+    claims = (await kube.get(f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaims"))[
+        "items"
+    ]
+    devices: list[tuple[str, str, str]] = []
+    allocated = reserved = 0
+    for claim in claims:
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        if results:
+            allocated += 1
+        if status.get("reservedFor"):
+            reserved += 1
+        devices += [(r["driver"], r["pool"], r["device"]) for r in results]
+    return {
+        "claims": len(claims),
+        "claims_allocated": allocated,
+        "claims_reserved": reserved,
+        "devices_allocated": len(devices),
+        "devices_given_twice": len(devices) - len(set(devices)),
+    }
 
 
 async def cleanup_gangs(kube: Kube) -> None:

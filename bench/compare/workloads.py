@@ -13,7 +13,7 @@ KS_NAME = "kube-scheduler-baseline"
 SCHEDULERS = ("gangsched", "kube-scheduler", "gangsched-upstream")
 #: (d)'s floor, run before the schedulers of each round: a bare client listing the objects.
 LIST_FLOOR = "list-floor"
-WORKLOADS = ("a", "b", "c", "d", "t")
+WORKLOADS = ("a", "b", "c", "d", "t", "e")
 
 
 def titles(sizes: dict[str, Any]) -> dict[str, str]:
@@ -28,6 +28,8 @@ def titles(sizes: dict[str, Any]) -> dict[str, str]:
             f"(t) topology: {z.t_gangs} rack-constrained gangs of {z.t_min}-{z.t_max}, "
             f"{z.t_racks} racks x {z.t_rack_nodes} nodes"
         ),
+        "e": f"(e) DRA: {z.e_gangs} gang(s) of {z.e_size}, {z.e_gpus} GPUs per pod, "
+        f"{z.e_nodes:,} nodes x {z.e_gpus} GPUs",
         "ceiling": f"ceiling: bare binder, {z.ceiling_pods:,} pods",
     }
 
@@ -50,6 +52,10 @@ class Sizes:
     d_bound: int = 20000
     d_gangs: int = 100
     d_size: int = 4
+    e_nodes: int = 500
+    e_gangs: int = 1
+    e_size: int = 32
+    e_gpus: int = 8
     ceiling_pods: int = 3000
     t_racks: int = 20
     t_rack_nodes: int = 16
@@ -75,6 +81,8 @@ SIZES = {
         d_nodes=200,
         d_bound=2000,
         d_gangs=10,
+        e_nodes=50,
+        e_size=8,
         ceiling_pods=300,
     ),
 }
@@ -157,15 +165,108 @@ def pod(
     }
 
 
+_PLURALS = {
+    "Pod": "pods",
+    "PodGroup": "podgroups",
+    "ResourceClaim": "resourceclaims",
+    "ResourceSlice": "resourceslices",
+    "DeviceClass": "deviceclasses",
+}
+_CLUSTER_SCOPED = ("ResourceSlice", "DeviceClass")
+
+
 def create_request(obj: dict[str, Any]) -> dict[str, Any]:
     api_version = obj["apiVersion"]
     base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    plural = {"Pod": "pods", "PodGroup": "podgroups"}[obj["kind"]]
+    kind = obj["kind"]
+    scope = "" if kind in _CLUSTER_SCOPED else f"/namespaces/{NAMESPACE}"
     return {
-        "key": f"{obj['kind']}/{obj['metadata']['name']}",
-        "path": f"{base}/namespaces/{NAMESPACE}/{plural}",
+        "key": f"{kind}/{obj['metadata']['name']}",
+        "path": f"{base}{scope}/{_PLURALS[kind]}",
         "body": obj,
     }
+
+
+# ------------------------------------------------------------------------------ (e) DRA
+DRA_DRIVER = "gpu.example.com"
+DRA_CLASS = "bench-gpu"
+
+
+def dra_setup(sizes: Sizes) -> list[dict[str, Any]]:
+    """A DeviceClass, one ResourceSlice per node (e_gpus 80 GiB GPUs in one NVLink domain, as
+    an HGX node), and one ResourceClaim per gang member: e_gpus GPUs with at least 64 GiB in
+    one NVLink domain. The claims are named by the pods (resourceClaimName), so neither run
+    depends on kube-controller-manager's resourceclaim controller."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": DRA_CLASS},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+        }
+    ]
+    for n in range(sizes.e_nodes):
+        node = bench_node(n)
+        objects.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-gpus"},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [
+                        {
+                            "name": f"gpu-{d}",
+                            "attributes": {
+                                "model": {"string": "H100"},
+                                "nvlinkDomain": {"string": f"{node}-nvl0"},
+                                "index": {"int": d},
+                            },
+                            "capacity": {"memory": {"value": "80Gi"}},
+                        }
+                        for d in range(sizes.e_gpus)
+                    ],
+                },
+            }
+        )
+    selector = f'device.capacity["{DRA_DRIVER}"].memory.compareTo(quantity("64Gi")) >= 0'
+    for g in range(sizes.e_gangs):
+        for m in range(sizes.e_size):
+            objects.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": f"{dra_gang(g)}-{m}-gpus", "namespace": NAMESPACE},
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {
+                                    "name": "gpus",
+                                    "exactly": {
+                                        "deviceClassName": DRA_CLASS,
+                                        "count": sizes.e_gpus,
+                                        "selectors": [{"cel": {"expression": selector}}],
+                                    },
+                                }
+                            ],
+                            "constraints": [{"matchAttribute": f"{DRA_DRIVER}/nvlinkDomain"}],
+                        }
+                    },
+                }
+            )
+    return objects
+
+
+def dra_gang(g: int) -> str:
+    return f"gpu-gang-{g:03d}"
+
+
+def with_claim(p: dict[str, Any], claim: str) -> dict[str, Any]:
+    p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim}]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+    return p
 
 
 @dataclass
@@ -256,6 +357,17 @@ def build_workload(name: str, scheduler: str, sizes: Sizes, seed: int) -> Worklo
         w.nodes = sizes.d_nodes
         shapes = [sizes.d_size] * sizes.d_gangs
         # (the bound pods are created once per cluster: see bound_pods)
+    elif name == "e":
+        w.nodes = sizes.e_nodes
+        w.setup = dra_setup(sizes)
+        for g in range(sizes.e_gangs):
+            group = dra_gang(g)
+            w.groups.append(pod_group(scheduler, group, sizes.e_size))
+            w.gangs[group] = [
+                with_claim(pod(scheduler, f"{group}-{m}", group=group), f"{group}-{m}-gpus")
+                for m in range(sizes.e_size)
+            ]
+        return w
     else:
         raise ValueError(name)
     for g, size in enumerate(shapes):
