@@ -4,7 +4,7 @@ per gang.
 For each claim a cycle allocated or reserved (`AllocateClaim`):
 1. the finalizer `resource.kubernetes.io/delete-protection` (before the allocation exists, so
    a claim deleted meanwhile cannot lose track of allocated devices), conditional on the
-   claim's resourceVersion;
+   claim's resourceVersion, by reading and updating the whole claim (see `set_finalizers`);
 2. one status write: `status.allocation` (when this cycle allocated it) and
    `status.reservedFor` with the gang's pods appended, conditional on the resourceVersion the
    finalizer write returned. A claim that changed since the cycle is refused with 409: the
@@ -101,6 +101,22 @@ def _requirement_json(requirement: Requirement) -> dict[str, Any]:
     return out
 
 
+async def set_finalizers(kube: Kube, key: str, finalizers: list[str], *, version: str) -> str:
+    """Write the claim's finalizers if it is still at `version` (409 otherwise); returns its
+    new resourceVersion.
+
+    Read and written back whole (get, then update), as kube-scheduler does: the API server
+    1.37 refuses every patch of a ResourceClaim whose spec holds opaque device configuration
+    ("spec: Invalid value: null: field is immutable"), merge and JSON patches alike, while an
+    update passes. The status writes are patches of the status subresource, which do pass."""
+    current = await kube.get(claim_path(key))
+    metadata = current.setdefault("metadata", {})
+    metadata["resourceVersion"] = version
+    metadata["finalizers"] = finalizers
+    answer = await kube.put(claim_path(key), current)
+    return str((answer.get("metadata") or {}).get("resourceVersion") or version)
+
+
 def _consumer_json(consumer: Consumer) -> dict[str, str]:
     out = {"resource": consumer.resource, "name": consumer.name, "uid": consumer.uid}
     if consumer.api_group:
@@ -145,18 +161,10 @@ class ClaimWrite:
             return  # written before (a retry, or before a restart)
         version = d.resource_version or observed.resource_version
         if DELETE_PROTECTION_FINALIZER not in observed.finalizers:
-            answer = await kube.patch(
-                claim_path(d.claim),
-                {
-                    "metadata": {
-                        "finalizers": [*observed.finalizers, DELETE_PROTECTION_FINALIZER],
-                        "resourceVersion": version,
-                    }
-                },
-            )
+            finalizers = [*observed.finalizers, DELETE_PROTECTION_FINALIZER]
+            version = await set_finalizers(kube, d.claim, finalizers, version=version)
             self._added_finalizer = True
-            self._finalizers = (*observed.finalizers, DELETE_PROTECTION_FINALIZER)
-            version = str((answer.get("metadata") or {}).get("resourceVersion") or version)
+            self._finalizers = tuple(finalizers)
             self._version = version
         status: dict[str, Any] = {
             "reservedFor": [_consumer_json(c) for c in (*observed.reserved_for, *d.reserve)]
@@ -222,10 +230,7 @@ class ClaimWrite:
                     for f in self._finalizers or observed.finalizers
                     if f != DELETE_PROTECTION_FINALIZER
                 ]
-                await kube.patch(
-                    claim_path(d.claim),
-                    {"metadata": {"finalizers": finalizers or None, "resourceVersion": version}},
-                )
+                await set_finalizers(kube, d.claim, finalizers, version=version)
 
 
 def claim_write_backs(decisions: list[AllocateClaim], cluster: ClusterState) -> list[WriteBack]:

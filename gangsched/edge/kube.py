@@ -170,6 +170,9 @@ class Kube:
     async def post(self, path: str, body: JSON) -> JSON:
         return await self.request("POST", path, body=body)
 
+    async def put(self, path: str, body: JSON) -> JSON:
+        return await self.request("PUT", path, body=body)
+
     async def patch(self, path: str, body: JSON, *, content_type: str = MERGE_PATCH) -> JSON:
         return await self.request("PATCH", path, body=body, content_type=content_type)
 
