@@ -7,7 +7,9 @@ ResourceClaim's allocation (DRA). kube-scheduler does these in each pod's own Pr
 gang whose third member's volume fails to provision is left with two members bound. Here the
 stage runs once per gang, for every member at once:
 
-1. `write` every write-back (all of them, before waiting for any);
+1. `write` every write-back (all of them, before waiting for any; up to `concurrency` at a
+   time: a 32-pod GPU gang has 32 claims, each a read and two writes, and one after the other
+   they took seconds);
 2. poll `check` on each until all are confirmed, one fails, or `timeout` passes (without
    blocking other gangs: the stage is one asyncio task per gang);
 3. success: the caller binds the pods; failure: `undo` every write-back (best effort, each
@@ -97,20 +99,15 @@ class PreBindStage:
     poll: float = 0.2
     #: False once leadership is lost: stop waiting, undo nothing (the next leader decides).
     may_write: Callable[[], bool] = lambda: True
+    #: Write-backs written at once (each is independent of the others).
+    concurrency: int = 16
 
     async def run(self, writes: Sequence[WriteBack]) -> Outcome:
         started = time.monotonic()
-        done: list[WriteBack] = []
-        for write_back in writes:
-            if not self.may_write():
-                return Outcome(False, "not leader", time.monotonic() - started)
-            try:
-                await write_back.write(self.kube)
-            except Exception as exc:  # refused or unreachable: nothing else is written
-                reason = f"writing {write_back.target}: {exc or repr(exc)}"
-                await self._undo([*done, write_back])
-                return Outcome(False, reason, time.monotonic() - started, write_back.plugin)
-            done.append(write_back)
+        refused = await self._write_all(writes)
+        if refused is not None:
+            reason, plugin = refused
+            return Outcome(False, reason, time.monotonic() - started, plugin)
         deadline = started + self.timeout
         while True:
             checks = [(w, w.check()) for w in writes]
@@ -135,6 +132,38 @@ class PreBindStage:
                     pending[0].plugin,
                 )
             await asyncio.sleep(self.poll)
+
+    async def _write_all(self, writes: Sequence[WriteBack]) -> tuple[str, str] | None:
+        """Write them all; after the first refusal start no more, let those in flight finish,
+        undo every one that was started and say why (and whose write it was). None when all
+        were written."""
+        slots = asyncio.Semaphore(self.concurrency)
+        started: list[WriteBack] = []
+        failures: list[tuple[str, str]] = []
+        lost = False
+
+        async def write(write_back: WriteBack) -> None:
+            nonlocal lost
+            async with slots:
+                if failures or lost:
+                    return
+                if not self.may_write():
+                    lost = True
+                    return
+                started.append(write_back)
+                try:
+                    await write_back.write(self.kube)
+                except Exception as exc:  # refused or unreachable: nothing more is written
+                    reason = f"writing {write_back.target}: {exc or repr(exc)}"
+                    failures.append((reason, write_back.plugin))
+
+        await asyncio.gather(*(write(w) for w in writes))
+        if failures:
+            await self._undo([w for w in writes if w in started])
+            return failures[0]
+        if lost:
+            return ("not leader", "")
+        return None
 
     async def _undo(self, writes: Sequence[WriteBack]) -> None:
         if not self.may_write():

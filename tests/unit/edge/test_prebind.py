@@ -68,3 +68,43 @@ def test_a_timeout_names_the_plugin_of_the_first_write_still_pending() -> None:
     ok, reason, plugin = run(claim, volume, timeout=0.05)
     assert (ok, plugin) == (False, "VolumeBinding")
     assert reason.startswith("timed out after 0.05s waiting for PVC a")
+
+
+@dataclass
+class SlowWrite(Write):
+    """A write that takes a while: counts how many are in flight together."""
+
+    flight: list[int] = field(default_factory=lambda: [0, 0])  # now, most
+
+    async def write(self, kube: Kube) -> None:
+        self.flight[0] += 1
+        self.flight[1] = max(self.flight)
+        try:
+            await asyncio.sleep(0.01)
+            await super().write(kube)
+        finally:
+            self.flight[0] -= 1
+
+
+def test_writes_go_out_together_and_a_refusal_undoes_every_started_one() -> None:
+    log: list[str] = []
+    flight = [0, 0]
+    claims = [
+        SlowWrite(f"ResourceClaim c{i}", "DynamicResources", log=log, flight=flight)
+        for i in range(40)
+    ]
+    assert run(*claims) == (True, "", "")
+    assert 1 < flight[1] <= 16  # concurrently, at most `concurrency` at once
+    log.clear()
+    flight[:] = [0, 0]
+    claims[3].refuse = True
+    ok, reason, plugin = run(*claims)
+    assert (ok, reason, plugin) == (
+        False,
+        "writing ResourceClaim c3: 409 Conflict",
+        "DynamicResources",
+    )
+    started = [c.target for c in claims[:16]]  # the first 16 were in flight when c3 failed
+    undone = [entry.removeprefix("undo ") for entry in log if entry.startswith("undo ")]
+    assert undone == started, "every started write-back undone, no other"
+    assert not any(entry.startswith(f"write {c.target}") for c in claims[16:] for entry in log)
