@@ -5,21 +5,28 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.dra.state import DraState
 from gangsched.core.model import Node, PodGroup
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.core.topology.placement import TopologyConfig
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import (
+    SCHEDULER,
     claim,
     cluster,
     gang_pods,
+    gpu_claim_spec,
+    gpu_class,
+    gpu_slice,
     group,
     local_volume,
     node,
     pod,
+    resource_claim,
     volume_book,
     volume_cluster,
     with_claims,
+    with_resource_claims,
 )
 
 RACK = "example.com/rack"
@@ -257,3 +264,26 @@ def test_gang_group_with_different_constraints_gets_a_domain_each() -> None:
     assert len({rack_of(state, p.key) for p in xs}) == 1
     assert len({rack_of(state, p.key) for p in ys}) == 1
     assert all(state.pods[p.key].node_name for p in [*xs, *ys])
+
+
+def test_dra_claims_are_allocated_inside_the_domain() -> None:
+    """Rack a is the tighter one by CPU but its node has no GPUs: the members' claims can be
+    allocated only in rack b, and the DynamicResources filter runs inside each domain."""
+    nodes = [*racks({"a": 1}, cpu=8), *racks({"b": 2}, cpu=8)]
+    busy = pod("busy", 4, memory=None, node_name="a-0")
+    members = gang_pods("g", 2, memory=None)
+    for i, member in enumerate(members):
+        with_resource_claims(member, f"gpu-{i}")
+    claims = [resource_claim(f"gpu-{i}", gpu_claim_spec(2)) for i in range(2)]
+    dra = DraState.build(
+        classes=[gpu_class()], slices=[gpu_slice("b-0", 4), gpu_slice("b-1", 4)], claims=claims
+    )
+    state = ClusterState.build(
+        scheduler_name=SCHEDULER,
+        nodes=nodes,
+        pods=[busy, *members],
+        groups=[constrained("g", 2, required=RACK)],
+        dra=dra,
+    )
+    run(state)
+    assert {rack_of(state, p.key) for p in members} == {"b"}
