@@ -15,7 +15,8 @@ on each other (affinity, spread) are exactly where the first order misses placem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -126,10 +127,26 @@ def validate(gang: Gang) -> str | None:
 
 
 def waiting_part(gang: Gang) -> GangMember | None:
-    """The first PodGroup of the gang with fewer members than its minMember."""
+    """The first PodGroup of the gang with fewer members than its minMember (or, for a Volcano
+    group, fewer members of one task than its minTaskMember)."""
     for part in gang.parts:
         if part.quorum_bound + len(part.pending) < part.group.min_member:
             return part
+        if short_task(part, part.pending) is not None:
+            return part
+    return None
+
+
+def short_task(part: GangMember, placed: Iterable[Pod]) -> tuple[str, int, int] | None:
+    """The first task of a Volcano group with fewer bound + `placed` members than its
+    minTaskMember asks: (task, have, need), or None when every task has enough."""
+    if not part.group.min_task_members:
+        return None
+    have = Counter(pod.task for pod in part.bound)
+    have.update(pod.task for pod in placed)
+    for task, need in sorted(part.group.min_task_members.items()):
+        if have[task] < need:
+            return task, have[task], need
     return None
 
 
@@ -143,6 +160,14 @@ def waiting_message(gang: Gang) -> str | None:
         return None
     have = part.quorum_bound + len(part.pending)
     need = part.group.min_member
+    task = short_task(part, part.pending) if have >= need else None
+    if task is not None:
+        name, task_have, task_need = task
+        text = (
+            f"pod group {part.group.key} has {task_have} of minTaskMember[{name}] {task_need} "
+            f"pods of task {name}; waiting for {task_need - task_have} more"
+        )
+        return f"{text}: {gated_summary(part.gated)}" if part.gated else text
     if not part.gated:
         return (
             f"pod group {part.group.key} has {have} of minMember {need} pods; "
@@ -188,11 +213,22 @@ def gated_summary(pods: Sequence[Pod], *, limit: int = 5) -> str:
     return f"{len(pods)} {noun} gated: {'; '.join(parts)}"
 
 
-def _satisfied(gang: Gang, placed: dict[GroupRef, int]) -> bool:
-    return all(
+def _satisfied(
+    gang: Gang, placed: dict[GroupRef, int], placements: Sequence[tuple[Pod, int]] = ()
+) -> bool:
+    if not all(
         part.quorum_bound + placed.get(part.group.ref, 0) >= part.group.min_member
         for part in gang.parts
-    )
+    ):
+        return False
+    return all(_tasks_satisfied(part, placements) for part in gang.parts)
+
+
+def _tasks_satisfied(part: GangMember, placements: Sequence[tuple[Pod, int]]) -> bool:
+    if not part.group.min_task_members:
+        return True
+    mine = {id(pod) for pod in part.pending}
+    return short_task(part, [pod for pod, _ in placements if id(pod) in mine]) is None
 
 
 class GangPlacer:
@@ -290,7 +326,7 @@ class GangPlacer:
             if scheduled + remaining[ref] < part.group.min_member:
                 result.message = _give_up_message(part, scheduled, remaining[ref], result)
                 return result
-        if _satisfied(gang, placed):
+        if _satisfied(gang, placed, placements):
             return CycleResult(
                 Code.SUCCESS,
                 placements=placements,
@@ -299,13 +335,19 @@ class GangPlacer:
                 diagnosis=result.diagnosis,
             )
         short = next(
-            p
-            for p in gang.parts
-            if p.quorum_bound + placed.get(p.group.ref, 0) < p.group.min_member
+            (
+                p
+                for p in gang.parts
+                if p.quorum_bound + placed.get(p.group.ref, 0) < p.group.min_member
+            ),
+            None,
         )
-        result.message = _give_up_message(
-            short, short.quorum_bound + placed.get(short.group.ref, 0), 0, result
-        )
+        if short is not None:
+            result.message = _give_up_message(
+                short, short.quorum_bound + placed.get(short.group.ref, 0), 0, result
+            )
+        else:
+            result.message = _task_give_up_message(gang, placements, result)
         return result
 
     # -------------------------------------------------------------------------- backtracking
@@ -323,7 +365,7 @@ class GangPlacer:
         dedupe = _nodes_interchangeable(order, snap)
 
         def search(i: int) -> bool:
-            if _satisfied(gang, placed):
+            if _satisfied(gang, placed, placements):
                 return True
             if i == len(order) or budget[0] <= 0:
                 return False
@@ -454,6 +496,7 @@ def _spec_key(pod: Pod) -> tuple[object, ...]:
         pod.spread,
         pod.volume_claims,
         pod.os_name,
+        pod.task,
     )
 
 
@@ -469,6 +512,26 @@ def _give_up_message(part: GangMember, scheduled: int, remaining: int, result: C
     if result.failed_pod is not None and result.diagnosis is not None:
         text += f"; {result.failed_pod.key}: {result.diagnosis.fit.message()}"
     return text
+
+
+def _task_give_up_message(
+    gang: Gang, placements: Sequence[tuple[Pod, int]], result: CycleResult
+) -> str:
+    """minMember fits but a Volcano task's minTaskMember does not."""
+    for part in gang.parts:
+        mine = {id(pod) for pod in part.pending}
+        short = short_task(part, [pod for pod, _ in placements if id(pod) in mine])
+        if short is None:
+            continue
+        task, have, need = short
+        text = (
+            f"minTaskMember[{task}] ({need}) of {part.group.key} cannot be satisfied: "
+            f"{have} scheduled"
+        )
+        if result.failed_pod is not None and result.diagnosis is not None:
+            text += f"; {result.failed_pod.key}: {result.diagnosis.fit.message()}"
+        return text
+    return "the gang cannot be satisfied"
 
 
 def _size_key(pod: Pod, snap: Snapshot) -> tuple[float, float, str]:

@@ -79,6 +79,7 @@ OWNED_CONDITIONS: dict[Dialect, tuple[str, ...]] = {
     Dialect.UPSTREAM: (UPSTREAM_CONDITION,),
     Dialect.SIGS: (SIGS_CONDITION, TIMEOUT_CONDITION),
     Dialect.X_K8S: (),
+    Dialect.VOLCANO: (),
 }
 #: metav1.Condition caps the message at 32 KiB.
 MAX_MESSAGE = 32768
@@ -111,6 +112,10 @@ def desired_status(
         return _upstream(group, outcome, previous, now=now)
     if dialect is Dialect.X_K8S:
         return _scheduler_plugins(group, members, previous)
+    if dialect is Dialect.VOLCANO:
+        # Volcano's status (Inqueue, its queue accounting) belongs to Volcano's scheduler and
+        # controllers; gangsched has no queues and leaves it alone.
+        return None
     return _sigs(
         group,
         members,

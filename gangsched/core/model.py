@@ -26,6 +26,7 @@ class Dialect(StrEnum):
     X_K8S = "scheduling.x-k8s.io"
     UPSTREAM = "scheduling.k8s.io"
     KOORDINATOR = "gang.scheduling.koordinator.sh"
+    VOLCANO = "scheduling.volcano.sh"
     LONE_POD = "pod"
     #: A scheduling.k8s.io/v1alpha3 CompositePodGroup: the root (or an inner level) of a tree
     #: of PodGroups (gangsched.core.composite); never a pod's own group.
@@ -263,6 +264,8 @@ class Pod:
     claims: tuple[PodClaim, ...] = ()
     #: "namespace/name" of every owner reference (scheduler-plugins' status.occupiedBy).
     owner_refs: tuple[str, ...] = ()
+    #: The Volcano task the pod belongs to (`volcano.sh/task-spec`), for minTaskMember.
+    task: str = ""
 
     @property
     def key(self) -> str:
@@ -313,6 +316,9 @@ class PodGroup:
     #: Koordinator's mode and total-number: read and checked, no effect on placement.
     gang_mode: GangMode = GangMode.STRICT
     total_number: int | None = None
+    #: Volcano's minTaskMember: task name (a member's `volcano.sh/task-spec`) -> how many of
+    #: that task's members must run with the gang.
+    min_task_members: dict[str, int] = field(default_factory=dict)
     created: float = 0.0
     uid: str = ""
     #: metadata.generation: status conditions carry it as observedGeneration.

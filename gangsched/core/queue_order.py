@@ -10,7 +10,8 @@ dialect supplies the timestamp and name its own scheduler sorts by:
 * `scheduling.x-k8s.io` and `scheduling.sigs.k8s.io` groups, as scheduler-plugins'
   Coscheduling and Koordinator's QueueSort: the PodGroup's creationTimestamp (its pods'
   time only while the PodGroup does not exist); Koordinator's annotation-only gangs, the
-  creation time of their first pod;
+  creation time of their first pod; `scheduling.volcano.sh` groups as Volcano orders jobs
+  (priority, then the PodGroup's creationTimestamp);
 * ties, as scheduler-plugins and Koordinator break them: the smallest "namespace/name" of
   the pods queued (kube-scheduler leaves ties to its heap; any fixed order will do).
 
@@ -30,7 +31,7 @@ from gangsched.core.cycle import Gang, GangMember
 from gangsched.core.model import Dialect
 
 #: Dialects whose groups are ordered by the PodGroup object's creation time.
-_BY_GROUP_CREATION = frozenset({Dialect.SIGS, Dialect.X_K8S, Dialect.KOORDINATOR})
+_BY_GROUP_CREATION = frozenset({Dialect.SIGS, Dialect.X_K8S, Dialect.KOORDINATOR, Dialect.VOLCANO})
 
 
 @dataclass(frozen=True, slots=True)

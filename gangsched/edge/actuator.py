@@ -43,7 +43,7 @@ from gangsched.edge.volume_writebacks import volume_write_backs
 
 log = structlog.get_logger("gangsched.actuator")
 
-_POD_GROUP_DIALECTS = (Dialect.SIGS, Dialect.X_K8S, Dialect.UPSTREAM)
+_POD_GROUP_DIALECTS = (Dialect.SIGS, Dialect.X_K8S, Dialect.UPSTREAM, Dialect.VOLCANO)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from gangsched.core.api import (
     pod_from_raw,
     pod_group_from_raw,
 )
+from gangsched.core.api.volcano import volcano_queue
 from gangsched.core.cluster import ClusterState
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.scheduler import Scheduler
@@ -67,6 +68,8 @@ class ClusterCache:
     on_change: Callable[[], None] | None = None
     #: Called with (ref, status) for PodGroups whose server-side status we track ourselves.
     on_group_status: Callable[[GroupRef, JSON], None] | None = None
+    #: Whether the log already said that Volcano queues are ignored (said once per process).
+    _volcano_queue_noted: bool = False
     _fingerprints: dict[str, tuple[object, ...]] = field(default_factory=dict)
     #: PriorityClasses, PDBs and Namespaces.
     policy: PolicyCache = field(init=False)
@@ -353,6 +356,17 @@ class ClusterCache:
                 self.scheduler.queue.activate(self.scheduler.unit_key(stale))
             return None
         self.forgive("PodGroup", object_key(obj))
+        if group.ref.dialect is Dialect.VOLCANO and not self._volcano_queue_noted:
+            queue = volcano_queue(_dict(obj.get("spec")))
+            if queue:
+                self._volcano_queue_noted = True
+                log.info(
+                    "Volcano queues are ignored: gangsched has no queue capacity or fair "
+                    "share; scheduling.volcano.sh PodGroups are scheduled by priority and age "
+                    "(said once)",
+                    podGroup=group.key,
+                    queue=queue,
+                )
         # The model holds only what scheduling reads (spec, uid, creation): a status-only
         # update, e.g. the one we write after each cycle, changes nothing. Requeueing on it
         # made a preempting gang retry at once, before its victims were seen terminating,

@@ -35,6 +35,7 @@ POD_GROUP_API_VERSIONS = {
     Dialect.SIGS: "scheduling.sigs.k8s.io/v1alpha1",
     Dialect.X_K8S: "scheduling.x-k8s.io/v1alpha1",
     Dialect.UPSTREAM: "scheduling.k8s.io/v1beta1",
+    Dialect.VOLCANO: "scheduling.volcano.sh/v1beta1",
 }
 
 

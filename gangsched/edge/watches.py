@@ -32,6 +32,7 @@ POD_GROUP_GROUPS = {
     "scheduling.sigs.k8s.io": Dialect.SIGS,
     "scheduling.x-k8s.io": Dialect.X_K8S,
     "scheduling.k8s.io": Dialect.UPSTREAM,
+    "scheduling.volcano.sh": Dialect.VOLCANO,
 }
 
 #: The most informers `start` runs at once, each holding one HTTP/1.1 connection for its watch:

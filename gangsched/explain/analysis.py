@@ -45,7 +45,13 @@ from gangsched.explain.report import (
 )
 
 #: Dialects in the order a bare NAMESPACE/NAME is looked up.
-_LOOKUP_ORDER = (Dialect.SIGS, Dialect.X_K8S, Dialect.UPSTREAM, Dialect.KOORDINATOR)
+_LOOKUP_ORDER = (
+    Dialect.SIGS,
+    Dialect.X_K8S,
+    Dialect.UPSTREAM,
+    Dialect.VOLCANO,
+    Dialect.KOORDINATOR,
+)
 
 
 class NotFound(LookupError):

@@ -31,11 +31,18 @@ KOORDINATOR_TOTAL_NUMBER = "gang.scheduling.koordinator.sh/total-number"
 LIGHTWEIGHT_GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
 LIGHTWEIGHT_MIN_AVAILABLE = "pod-group.scheduling.sigs.k8s.io/min-available"
 
+#: Pod annotations naming a scheduling.volcano.sh PodGroup (LeaderWorkerSet's and Volcano's
+#: controllers write the first; Volcano reads both, the first before the second).
+VOLCANO_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+#: Pod annotation naming the member's task (a Volcano Job's task), which minTaskMember counts.
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+
 #: API group of a PodGroup object -> its dialect.
 POD_GROUP_API_GROUPS: dict[str, Dialect] = {
     Dialect.SIGS.value: Dialect.SIGS,
     Dialect.X_K8S.value: Dialect.X_K8S,
     Dialect.UPSTREAM.value: Dialect.UPSTREAM,
+    Dialect.VOLCANO.value: Dialect.VOLCANO,
 }
 
 

@@ -1,7 +1,8 @@
 """PodGroups of every dialect into one model.
 
 Users arrive with manifests written for kube-scheduler (scheduling.k8s.io), scheduler-plugins
-(scheduling.x-k8s.io) or Koordinator and the seed (scheduling.sigs.k8s.io); gangsched must
+(scheduling.x-k8s.io), Koordinator and the seed (scheduling.sigs.k8s.io) or Volcano
+(scheduling.volcano.sh, see volcano.py); gangsched must
 honour each one's semantics so that the same objects mean the same thing here.
 """
 
@@ -28,6 +29,7 @@ from gangsched.core.api.topology import (
     read_upstream_topology,
 )
 from gangsched.core.api.types import RawPodGroup
+from gangsched.core.api.volcano import read_volcano
 from gangsched.core.model import Dialect, DisruptionMode, GroupRef, PodGroup, PriorityClass
 
 _CRD_DISRUPTION_MODES = {"Single": DisruptionMode.SINGLE, "All": DisruptionMode.ALL}
@@ -72,6 +74,8 @@ def pod_group_from_raw(
                 "(Kubernetes 1.37+), v1alpha3 (1.37+) or v1alpha2 (1.36)",
             )
         _read_upstream(r, spec, group, priorities, version=version)
+    elif dialect is Dialect.VOLCANO:
+        read_volcano(r, spec, group, priorities)
     else:
         _read_crd(r, spec, group, priorities, dialect=dialect)
     r.done()

@@ -17,6 +17,8 @@ from gangsched.core.api.dialects import (
     KOORDINATOR_GANG_NAME,
     LIGHTWEIGHT_GANG_NAME,
     SIGS_POD_GROUP_LABEL,
+    VOLCANO_GROUP_ANNOTATIONS,
+    VOLCANO_TASK_ANNOTATION,
     X_K8S_POD_GROUP_LABEL,
 )
 from gangsched.core.api.errors import show
@@ -127,6 +129,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         unsupported=unsupported,
         claims=claims,
         owner_refs=owner_refs,
+        task=annotations.get(VOLCANO_TASK_ANNOTATION, ""),
     )
 
 
@@ -289,7 +292,8 @@ def _read_group(
 
     The upstream field is authoritative where it is set; then Koordinator's order: the sigs
     label (a PodGroup object), the lightweight-coscheduling name label, the gang annotation
-    (both annotation gangs); the x-k8s label before the annotation.
+    (both annotation gangs); the x-k8s label before the annotation; Volcano's annotations
+    last (Volcano reads nothing else, and no other scheduler reads them).
     """
     scheduling_group = r.mapping(spec.get("schedulingGroup"), "spec.schedulingGroup")
     upstream = r.string(scheduling_group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
@@ -299,6 +303,7 @@ def _read_group(
         (Dialect.KOORDINATOR, labels.get(LIGHTWEIGHT_GANG_NAME, "")),
         (Dialect.X_K8S, labels.get(X_K8S_POD_GROUP_LABEL, "")),
         (Dialect.KOORDINATOR, annotations.get(KOORDINATOR_GANG_NAME, "")),
+        *((Dialect.VOLCANO, annotations.get(key, "")) for key in VOLCANO_GROUP_ANNOTATIONS),
     )
     for dialect, name in candidates:
         if not name:

@@ -336,8 +336,9 @@ def test_upstream_scheduling_policy_shape() -> None:
 
 
 def test_unknown_api_group() -> None:
-    raw = raw_group("scheduling.volcano.sh/v1beta1", {"minMember": 1})
+    raw = raw_group("scheduling.example.com/v1", {"minMember": 1})
     assert problems_of(raw) == [
-        'PodGroup ml/train: apiVersion: "scheduling.volcano.sh/v1beta1" is not a PodGroup API '
-        "group; use one of scheduling.sigs.k8s.io, scheduling.x-k8s.io, scheduling.k8s.io"
+        'PodGroup ml/train: apiVersion: "scheduling.example.com/v1" is not a PodGroup API '
+        "group; use one of scheduling.sigs.k8s.io, scheduling.x-k8s.io, scheduling.k8s.io, "
+        "scheduling.volcano.sh"
     ]
