@@ -48,7 +48,7 @@ out_dir() { echo "$CLIENTS_ROOT/$1-${VERSION[$1]}"; }
 stamp() { echo "${MODULE[$1]}@${VERSION[$1]} ${SUM[$1]}"; }
 built() {
   local dir; dir="$(out_dir "$1")"
-  [[ -x "$dir/bin/${BINARY[$1]}" && -f "$dir/BUILT" && "$(<"$dir/BUILT")" == "$(stamp "$1")" ]]
+  [[ -f "$dir/bin/${BINARY[$1]}" && -x "$dir/bin/${BINARY[$1]}" && -f "$dir/BUILT" && "$(<"$dir/BUILT")" == "$(stamp "$1")" ]]
 }
 
 build_one() {
@@ -62,16 +62,16 @@ build_one() {
   [[ -n "$src" && -d "$src" ]] || die "$name: go mod download printed no module directory"
   [[ "$sum" == "${SUM[$name]}" ]] \
     || die "$name: $module@$version hashes to $sum, hack/clients/versions.env pins ${SUM[$name]}"
-  local work="$TMP_DIR/$name"
-  cp -r "$src" "$work" && chmod -R u+w "$work"
+  local work="$TMP_DIR/src" out="$TMP_DIR/out"
+  cp -r "$src" "$work" && chmod -R u+w "$work" && mkdir -p "$out"
   local start=$SECONDS
   log "$name: go build ${PKG[$name]} (a cold build takes 3-7 minutes on 2 cores)..."
   (cd "$work" && GOFLAGS='-mod=readonly' "$GO" build -p "${BUILD_CLIENTS_PARALLEL:-2}" -trimpath \
-      -ldflags '-s -w' -o "$TMP_DIR/${BINARY[$name]}" "${PKG[$name]}") \
+      -ldflags '-s -w' -o "$out/${BINARY[$name]}" "${PKG[$name]}") \
     || die "$name: go build of $module@$version ${PKG[$name]} failed (see above)"
   log "$name: built in $((SECONDS - start))s"
   rm -rf "$dir"; mkdir -p "$dir/bin"
-  mv "$TMP_DIR/${BINARY[$name]}" "$dir/bin/"
+  mv "$out/${BINARY[$name]}" "$dir/bin/"
   mv "$work" "$dir/src"
   stamp "$name" >"$dir/BUILT"
 }
