@@ -233,7 +233,7 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
         "gangsched reads v1 Namespace, Node, Pod, PersistentVolumeClaim, PersistentVolume; "
         "scheduling.k8s.io PriorityClass; policy PodDisruptionBudget; storage.k8s.io "
         "StorageClass, CSINode, CSIDriver, CSIStorageCapacity; PodGroup of "
-        "scheduling.sigs.k8s.io, scheduling.x-k8s.io or scheduling.k8s.io; "
+        "scheduling.sigs.k8s.io, scheduling.x-k8s.io, scheduling.k8s.io or scheduling.volcano.sh; "
         "scheduling.k8s.io/v1alpha3 CompositePodGroup; scheduling.k8s.io "
         "Workload (read and ignored, as kube-scheduler does); resource.k8s.io/v1 DeviceClass, "
         "ResourceSlice, ResourceClaim, ResourceClaimTemplate"
