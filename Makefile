@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean \
-	image test-image helm-binary
+	image test-image helm-binary clients-binaries e2e-clients
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,7 +41,18 @@ unit: venv
 	$(PY) -m pytest -m 'not e2e' -q
 
 test: venv k8s-binaries check
-	$(PY) -m pytest -q -m 'not image'
+	$(PY) -m pytest -q -m 'not image and not clients'
+
+# The real clients gangsched's users run (Kueue, LeaderWorkerSet, JobSet, Kubeflow Trainer)
+# driving it on a local control plane (tests/e2e/test_clients_*.py). Kept out of `make test`:
+# the first run builds each client from its Go module (hack/build-clients.sh, 3-7 minutes
+# each on 2 cores, then cached in ~/.cache/gangsched/clients/).
+CLIENTS ?=
+clients-binaries:
+	hack/build-clients.sh $(CLIENTS)
+
+e2e-clients: venv k8s-binaries clients-binaries
+	$(PY) -m pytest -q -m clients tests/e2e
 
 # The container image from the Dockerfile, built with buildah on a stand-in for the official
 # Python base (hack/image.sh: installs buildah and mmdebstrap from Debian if missing; cached

@@ -1,0 +1,264 @@
+"""Real clients (Kueue, LeaderWorkerSet, JobSet, Kubeflow Trainer) beside the e2e control plane.
+
+Each controller is built from its Go module by hack/build-clients.sh (a missing binary is
+built, never skipped: that takes minutes the first time) and runs as a local process with the
+cluster's admin kubeconfig. Their CRDs come from the module (`config/`), unchanged.
+
+Admission webhooks: the local cluster has no Service routing, so every webhook configuration
+and CRD conversion webhook the module ships is rewritten from its `service:` to
+`url: https://127.0.0.1:<port><path>`, with a CA generated here whose serving certificate the
+controller reads from its cert dir (the controllers' own certificate rotation is turned off:
+it writes a Secret a pod would mount). The webhook configurations are deleted again when the
+controller stops, or their `failurePolicy: Fail` would block later tests' pods.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import os
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from devtools.processes import free_ports, http_get, log_tail, terminate
+
+from .conftest import HACK, Cluster
+
+JSON = dict[str, Any]
+WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+
+@dataclass(frozen=True)
+class ClientBuild:
+    name: str
+    binary: Path
+    #: The module's source as built (config/, manifests/, charts/).
+    src: Path
+
+
+def build_client(name: str) -> ClientBuild:
+    """hack/build-clients.sh NAME: the cached binary, built first if missing."""
+    timeout = float(os.environ.get("GANGSCHED_E2E_BUILD_TIMEOUT", "3600"))
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [str(HACK / "build-clients.sh"), name],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hack/build-clients.sh {name} did not finish within {timeout:.0f}s")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        tail = "\n".join(proc.stderr.splitlines()[-40:])
+        pytest.fail(f"cannot build {name}: hack/build-clients.sh exited {proc.returncode}\n{tail}")
+    if time.monotonic() - started > 30:
+        print(f"\n{name}: built in {time.monotonic() - started:.0f}s")
+    root = Path(proc.stdout.strip().splitlines()[-1])
+    matches = sorted(root.glob(f"{name}-v*/BUILT"))
+    if not matches:
+        pytest.fail(f"hack/build-clients.sh {name} left no build under {root}")
+    out = matches[-1].parent
+    binaries = list((out / "bin").iterdir())
+    return ClientBuild(name=name, binary=binaries[0], src=out / "src")
+
+
+# --------------------------------------------------------------------------------- TLS
+@dataclass(frozen=True)
+class WebhookTLS:
+    """A CA and a serving certificate for 127.0.0.1, as controller-runtime's cert dir wants."""
+
+    cert_dir: Path
+
+    @property
+    def ca_bundle(self) -> str:
+        return base64.b64encode((self.cert_dir / "ca.crt").read_bytes()).decode()
+
+
+def webhook_tls(directory: Path, *, dns_names: Iterable[str] = ()) -> WebhookTLS:
+    """`dns_names`: Service names a controller's own certificate check insists on (it then
+    keeps this certificate instead of generating one for a Service that routes nowhere)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ext = directory / "server.ext"
+    names = ",".join(f"DNS:{name}" for name in ("localhost", *dns_names))
+    ext.write_text(
+        "basicConstraints=critical,CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth\n"
+        f"subjectAltName=IP:127.0.0.1,{names}\n"
+    )
+    steps = [
+        "openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 -keyout ca.key -out ca.crt "
+        "-subj /CN=gangsched-webhook-ca -addext basicConstraints=critical,CA:TRUE "
+        "-addext keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+        "openssl req -newkey rsa:2048 -nodes -sha256 -keyout tls.key -out tls.csr "
+        "-subj /CN=127.0.0.1",
+        "openssl x509 -req -sha256 -days 3650 -in tls.csr -CA ca.crt -CAkey ca.key "
+        "-CAcreateserial -extfile server.ext -out tls.crt",
+    ]
+    for step in steps:
+        proc = subprocess.run(
+            step.split(), cwd=directory, capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"openssl failed: {step}\n{proc.stderr}")
+    return WebhookTLS(directory)
+
+
+# --------------------------------------------------------------------------- manifests
+def load_documents(*paths: Path) -> list[JSON]:
+    docs: list[JSON] = []
+    for path in paths:
+        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+        for file in files:
+            docs.extend(d for d in yaml.safe_load_all(file.read_text()) if isinstance(d, dict))
+    return docs
+
+
+def _url_config(client_config: JSON, *, port: int, tls: WebhookTLS) -> JSON:
+    service = client_config.get("service") or {}
+    path = str(service.get("path") or "/")
+    return {"url": f"https://127.0.0.1:{port}{path}", "caBundle": tls.ca_bundle}
+
+
+def local_webhooks(
+    docs: Iterable[JSON], *, port: int, tls: WebhookTLS, prefix: str, name: str = ""
+) -> list[JSON]:
+    """The module's webhook configurations pointed at the local controller (named
+    `<prefix>-<name in the module>`, or `name` where the controller looks for that one)."""
+    out = []
+    for doc in docs:
+        if doc.get("kind") not in WEBHOOK_KINDS:
+            continue
+        local = copy.deepcopy(doc)
+        local["metadata"] = {"name": name or f"{prefix}-{doc['metadata']['name']}"}
+        for hook in local.get("webhooks") or []:
+            hook["clientConfig"] = _url_config(hook["clientConfig"], port=port, tls=tls)
+        out.append(local)
+    return out
+
+
+def conversion_crds(crd_dir: Path) -> set[str]:
+    """The CRDs a kubebuilder kustomization gives a conversion webhook (its patches)."""
+    kustomization = yaml.safe_load((crd_dir / "kustomization.yaml").read_text())
+    names = set()
+    for patch in kustomization.get("patches") or []:
+        doc = yaml.safe_load((crd_dir / patch["path"]).read_text())
+        if (doc.get("spec") or {}).get("conversion"):
+            names.add(doc["metadata"]["name"])
+    return names
+
+
+def patch_webhooks(webhooks: list[JSON], patch_file: Path, *, kind: str) -> None:
+    """Apply a kustomize JSON6902 patch of `replace /webhooks/N` ops (objectSelectors the
+    release adds to the generated manifests) to the configuration of `kind`."""
+    target = next(doc for doc in webhooks if doc["kind"] == kind)
+    for op in yaml.safe_load(patch_file.read_text()):
+        path = str(op["path"])
+        if op["op"] != "replace" or not path.startswith("/webhooks/"):
+            raise AssertionError(f"{patch_file}: unsupported patch op {op['op']} {path}")
+        value = copy.deepcopy(op["value"])
+        value["clientConfig"] = target["webhooks"][int(path.rsplit("/", 1)[1])]["clientConfig"]
+        target["webhooks"][int(path.rsplit("/", 1)[1])] = value
+
+
+def with_conversion_webhook(crd: JSON, *, port: int, tls: WebhookTLS) -> JSON:
+    """The CRD converting between its versions through the controller's /convert."""
+    local = copy.deepcopy(crd)
+    local["spec"]["conversion"] = {
+        "strategy": "Webhook",
+        "webhook": {
+            "clientConfig": _url_config({"service": {"path": "/convert"}}, port=port, tls=tls),
+            "conversionReviewVersions": ["v1"],
+        },
+    }
+    return local
+
+
+def apply(cluster: Cluster, docs: Iterable[JSON]) -> None:
+    """Server-side apply (CRDs are too large for the last-applied annotation)."""
+    body = yaml.safe_dump_all(list(docs))
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=e2e", "-f", "-", input=body
+    )
+
+
+def wait_established(cluster: Cluster, crds: Iterable[JSON]) -> None:
+    names = [str(c["metadata"]["name"]) for c in crds]
+    if names:
+        cluster.kubectl(
+            "wait", "--for", "condition=Established", "--timeout=60s", *(f"crd/{n}" for n in names)
+        )
+
+
+def delete(cluster: Cluster, docs: Iterable[JSON]) -> None:
+    for doc in docs:
+        cluster.kubectl(
+            "delete", doc["kind"], doc["metadata"]["name"], "--ignore-not-found", check=False
+        )
+
+
+# --------------------------------------------------------------------------- processes
+@dataclass
+class Controller:
+    """A client controller running locally; `ports` are the ones it was told to listen on."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    ports: dict[str, int] = field(default_factory=dict)
+    webhooks: list[JSON] = field(default_factory=list)
+
+    def log_tail(self, lines: int = 80) -> str:
+        return log_tail(self.log, lines)
+
+    def assert_alive(self) -> None:
+        if self.process.poll() is not None:
+            pytest.fail(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
+
+
+def start_controller(
+    name: str,
+    argv: list[str],
+    workdir: Path,
+    *,
+    cluster: Cluster,
+    ready_url: str,
+    ports: dict[str, int],
+) -> Controller:
+    """Start the controller with the cluster's admin kubeconfig and wait for its readyz."""
+    log = workdir / f"{name}.log"
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    process = subprocess.Popen(
+        argv, stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=workdir, env=env
+    )
+    controller = Controller(name, process, log, ports)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        controller.assert_alive()
+        try:
+            status, _ = http_get(ready_url)
+        except OSError:
+            status = 0
+        if status == 200:
+            return controller
+        time.sleep(0.5)
+    terminate(process)
+    pytest.fail(f"{name} was not ready at {ready_url} within 120s:\n{controller.log_tail()}")
+
+
+def stop_controller(cluster: Cluster, controller: Controller) -> None:
+    delete(cluster, controller.webhooks)
+    terminate(controller.process, grace=10)
+
+
+def ports(*names: str) -> dict[str, int]:
+    return dict(zip(names, free_ports(len(names)), strict=True))
