@@ -83,9 +83,12 @@ class WebhookTLS:
         return base64.b64encode((self.cert_dir / "ca.crt").read_bytes()).decode()
 
 
-def webhook_tls(directory: Path, *, dns_names: Iterable[str] = ()) -> WebhookTLS:
-    """`dns_names`: Service names a controller's own certificate check insists on (it then
-    keeps this certificate instead of generating one for a Service that routes nowhere)."""
+def webhook_tls(
+    directory: Path, *, dns_names: Iterable[str] = (), ca_name: str = "gangsched-webhook-ca"
+) -> WebhookTLS:
+    """`dns_names` and `ca_name`: the Service name and CA name a controller's own certificate
+    check insists on (cert-controller verifies the CA against its name too); it then keeps
+    this certificate instead of generating one for a Service that routes nowhere."""
     directory.mkdir(parents=True, exist_ok=True)
     ext = directory / "server.ext"
     names = ",".join(f"DNS:{name}" for name in ("localhost", *dns_names))
@@ -97,8 +100,9 @@ def webhook_tls(directory: Path, *, dns_names: Iterable[str] = ()) -> WebhookTLS
     )
     steps = [
         "openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 -keyout ca.key -out ca.crt "
-        "-subj /CN=gangsched-webhook-ca -addext basicConstraints=critical,CA:TRUE "
-        "-addext keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+        f"-subj /CN={ca_name} -addext basicConstraints=critical,CA:TRUE "
+        "-addext keyUsage=critical,keyCertSign,cRLSign,digitalSignature "
+        f"-addext subjectAltName=DNS:{ca_name}",
         "openssl req -newkey rsa:2048 -nodes -sha256 -keyout tls.key -out tls.csr "
         "-subj /CN=127.0.0.1",
         "openssl x509 -req -sha256 -days 3650 -in tls.csr -CA ca.crt -CAkey ca.key "
@@ -191,12 +195,25 @@ def apply(cluster: Cluster, docs: Iterable[JSON]) -> None:
     )
 
 
-def wait_established(cluster: Cluster, crds: Iterable[JSON]) -> None:
-    names = [str(c["metadata"]["name"]) for c in crds]
-    if names:
-        cluster.kubectl(
-            "wait", "--for", "condition=Established", "--timeout=60s", *(f"crd/{n}" for n in names)
-        )
+def wait_established(cluster: Cluster, crds: Iterable[JSON], timeout: float = 60) -> None:
+    """Every CRD Established (kubectl wait fails outright on a CRD with no conditions yet)."""
+    names = {str(c["metadata"]["name"]) for c in crds}
+    deadline = time.monotonic() + timeout
+    waiting = names
+    while waiting:
+        out = cluster.kubectl("get", "crd", "-o", "yaml", *sorted(waiting)).stdout
+        listed = yaml.safe_load(out) or {}
+        items = listed.get("items") if "items" in listed else [listed]
+        for crd in items or []:
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+            ):
+                waiting = waiting - {crd["metadata"]["name"]}
+        if waiting and time.monotonic() > deadline:
+            pytest.fail(f"CRDs not Established within {timeout:.0f}s: {sorted(waiting)}")
+        if waiting:
+            time.sleep(0.5)
 
 
 def delete(cluster: Cluster, docs: Iterable[JSON]) -> None:
