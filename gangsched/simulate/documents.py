@@ -32,6 +32,8 @@ CSI_NODE, CSI_DRIVER, CSI_CAPACITY = "CSINode", "CSIDriver", "CSIStorageCapacity
 DEVICE_CLASS, RESOURCE_SLICE = "DeviceClass", "ResourceSlice"
 RESOURCE_CLAIM, CLAIM_TEMPLATE = "ResourceClaim", "ResourceClaimTemplate"
 RESOURCE_GROUP = "resource.k8s.io"
+#: Koordinator's cluster-scoped layer map read by its network-topology-spec PodGroup annotation.
+NETWORK_TOPOLOGY = "ClusterNetworkTopology"
 
 #: (API group, kind) the loader understands. The core group must be version v1.
 KNOWN_KINDS: dict[tuple[str, str], str] = {
@@ -49,6 +51,7 @@ KNOWN_KINDS: dict[tuple[str, str], str] = {
     **{(group, POD_GROUP): POD_GROUP for group in POD_GROUP_API_GROUPS},
     ("scheduling.k8s.io", WORKLOAD): WORKLOAD,
     ("scheduling.k8s.io", COMPOSITE): COMPOSITE,
+    ("scheduling.koordinator.sh", NETWORK_TOPOLOGY): NETWORK_TOPOLOGY,
     **{
         (RESOURCE_GROUP, kind): kind
         for kind in (DEVICE_CLASS, RESOURCE_SLICE, RESOURCE_CLAIM, CLAIM_TEMPLATE)
@@ -73,7 +76,8 @@ _SUPPORTED = (
     "CSIDriver, CSIStorageCapacity; PodGroup of scheduling.sigs.k8s.io, scheduling.x-k8s.io, "
     "scheduling.k8s.io or scheduling.volcano.sh; scheduling.k8s.io/v1alpha3 CompositePodGroup; "
     "scheduling.k8s.io Workload (read and ignored, as kube-scheduler does); "
-    "resource.k8s.io/v1 DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate"
+    "resource.k8s.io/v1 DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate; "
+    "scheduling.koordinator.sh/v1alpha1 ClusterNetworkTopology"
 )
 
 

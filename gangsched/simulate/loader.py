@@ -28,6 +28,7 @@ from gangsched.core.api import (
     priority_class_from_raw,
 )
 from gangsched.core.api.composite import composite_pod_group_from_raw
+from gangsched.core.api.network_topology import NetworkTopology, network_topology_from_raw
 from gangsched.core.api.nodes import NAMESPACE_NAME_LABEL
 from gangsched.core.api.storage import (
     csi_driver_from_raw,
@@ -56,6 +57,7 @@ from gangsched.simulate.documents import (
     CSI_NODE,
     DEVICE_CLASS,
     NAMESPACE,
+    NETWORK_TOPOLOGY,
     NODE,
     PDB,
     PER_FILE,
@@ -142,9 +144,12 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
     for doc in by_kind[WORKLOAD]:
         if not doc.name:
             problems.object(doc, "metadata.name", "is required")
+    network = _network_topology(by_kind[NETWORK_TOPOLOGY], problems)
     for doc in by_kind[POD_GROUP]:
         try:
-            inventory.pod_groups.append(pod_group_from_raw(doc.raw, priorities=priorities))
+            inventory.pod_groups.append(
+                pod_group_from_raw(doc.raw, priorities=priorities, network_topology=network)
+            )
         except InvalidObject as error:
             problems.invalid(doc, error)
     for doc in by_kind[COMPOSITE]:
@@ -310,3 +315,18 @@ def _referenced_namespaces(inventory: Inventory) -> list[str]:
     seen += [group.ref.namespace for group in inventory.pod_groups]
     seen += [budget.namespace for budget in inventory.budgets]
     return list(dict.fromkeys(seen))
+
+
+def _network_topology(docs: Sequence[Document], problems: Problems) -> NetworkTopology | None:
+    """Koordinator's ClusterNetworkTopology objects, added one at a time so a malformed one
+    (or one redefining a layer with another label) is reported at its own place."""
+    accepted: list[Mapping[str, Any]] = []
+    network: NetworkTopology | None = None
+    for doc in docs:
+        try:
+            network = network_topology_from_raw([*accepted, doc.raw])
+        except InvalidObject as error:
+            problems.invalid(doc, error)
+            continue
+        accepted.append(doc.raw)
+    return network

@@ -21,6 +21,7 @@ from gangsched.core.api.koordinator import (
     read_mode,
     read_total_number,
 )
+from gangsched.core.api.network_topology import NetworkTopology, read_koordinator_topology
 from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver, UnknownPriorityClass
 from gangsched.core.api.topology import (
     merge,
@@ -44,9 +45,14 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 
 
 def pod_group_from_raw(
-    raw: RawPodGroup | dict[str, Any], *, priorities: PriorityResolver
+    raw: RawPodGroup | dict[str, Any],
+    *,
+    priorities: PriorityResolver,
+    network_topology: NetworkTopology | None = None,
 ) -> PodGroup:
-    """Convert a PodGroup of any dialect, chosen by the API group of its apiVersion."""
+    """Convert a PodGroup of any dialect, chosen by the API group of its apiVersion.
+    `network_topology` (the cluster's ClusterNetworkTopology layers, None where none
+    exists) resolves Koordinator's network-topology-spec annotation."""
     api_version = raw.get("apiVersion") if isinstance(raw, Mapping) else None
     dialect = POD_GROUP_API_GROUPS.get(
         api_group(api_version if isinstance(api_version, str) else "")
@@ -77,7 +83,7 @@ def pod_group_from_raw(
     elif dialect is Dialect.VOLCANO:
         read_volcano(r, spec, group, priorities)
     else:
-        _read_crd(r, spec, group, priorities, dialect=dialect)
+        _read_crd(r, spec, group, priorities, dialect=dialect, network=network_topology)
     r.done()
     return group
 
@@ -102,6 +108,7 @@ def _read_crd(
     priorities: PriorityResolver,
     *,
     dialect: Dialect,
+    network: NetworkTopology | None,
 ) -> None:
     """scheduling.sigs.k8s.io and scheduling.x-k8s.io: the coscheduling CRD shape."""
     min_member = r.integer(spec.get("minMember"), "spec.minMember", minimum=1, maximum=INT32_MAX)
@@ -113,11 +120,13 @@ def _read_crd(
         spec.get("scheduleTimeoutSeconds"), "spec.scheduleTimeoutSeconds", minimum=1
     )
     annotations = r.string_map(r.metadata.get("annotations"), "metadata.annotations")
-    kai = read_kai_topology(r, annotations)
+    annotated = merge(
+        r, read_kai_topology(r, annotations), read_koordinator_topology(r, annotations, network)
+    )
     if dialect is not Dialect.SIGS:
-        group.topology = kai
+        group.topology = annotated
         return
-    group.topology = merge(r, read_crd_topology(r, spec), kai)
+    group.topology = merge(r, read_crd_topology(r, spec), annotated)
     # gangsched's KEP-5710 extension of the sigs CRD, and Koordinator's GangGroup annotation.
     class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
     priority_class = resolve_class(r, class_name, priorities, upstream=False)

@@ -236,7 +236,8 @@ def test_unknown_kinds_and_versions(tmp_path: Path) -> None:
         "scheduling.sigs.k8s.io, scheduling.x-k8s.io, scheduling.k8s.io or scheduling.volcano.sh; "
         "scheduling.k8s.io/v1alpha3 CompositePodGroup; scheduling.k8s.io "
         "Workload (read and ignored, as kube-scheduler does); resource.k8s.io/v1 DeviceClass, "
-        "ResourceSlice, ResourceClaim, ResourceClaimTemplate"
+        "ResourceSlice, ResourceClaim, ResourceClaimTemplate; scheduling.koordinator.sh/v1alpha1 "
+        "ClusterNetworkTopology"
     )
     assert problems(path) == [
         f"{path}:1: Deployment prod/web: unsupported object apps/v1/Deployment; {supported}",
