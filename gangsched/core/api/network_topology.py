@@ -129,7 +129,8 @@ def read_koordinator_topology(
     if network is None:
         r.add(
             origin,
-            f"names layers, but no ClusterNetworkTopology ({NETWORK_TOPOLOGY_API}) defines any",
+            f"names layers, but no ClusterNetworkTopology ({NETWORK_TOPOLOGY_API}) is known "
+            "(simulate reads them from its input; the running scheduler does not watch them)",
         )
         return None
     must: list[str] = []
