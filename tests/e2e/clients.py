@@ -107,6 +107,8 @@ def webhook_tls(
         "-subj /CN=127.0.0.1",
         "openssl x509 -req -sha256 -days 3650 -in tls.csr -CA ca.crt -CAkey ca.key "
         "-CAcreateserial -extfile server.ext -out tls.crt",
+        # cert-controller (Trainer's rotator) reads the CA key as PKCS#1 only.
+        "openssl rsa -in ca.key -traditional -out ca.key",
     ]
     for step in steps:
         proc = subprocess.run(

@@ -1,0 +1,229 @@
+"""Kubeflow Trainer v2.0 + JobSet (both built from their modules) under gangsched.
+
+A TrainingRuntime with `podGroupPolicy.coscheduling` and `schedulerName: gangsched` in its pod
+template: for each TrainJob Trainer creates a JobSet and a `scheduling.x-k8s.io` PodGroup
+(minMember = the pods of the job, minResources = their requests, scheduleTimeoutSeconds) and
+labels the pods `scheduling.x-k8s.io/pod-group`; gangsched binds the TrainJob whole. (Not yet
+here: a second TrainJob too big for what is left, since kwok completes Job pods at once and
+the first TrainJob's room is free again before the second arrives; and priority preemption.)
+
+Trainer 2.0 always runs its own certificate rotation (open-policy-agent/cert-controller) for
+the Secret `kubeflow-system/kubeflow-trainer-webhook-cert` and the hard-coded cert dir
+/tmp/k8s-webhook-server/serving-certs: the test pre-creates that Secret with a certificate that
+is valid for the Service name it checks and for 127.0.0.1 (so it is kept) and writes the same
+files into that directory, as the Secret's volume would in a pod. Two such runs on one machine
+at once would share that directory.
+
+Run with `make e2e-clients` (marker `clients`; not part of `make test`).
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from .clients import (
+    Controller,
+    apply,
+    build_client,
+    load_documents,
+    local_webhooks,
+    ports,
+    start_controller,
+    stop_controller,
+    wait_established,
+    webhook_tls,
+)
+from .conftest import Cluster
+from .k8s import JSON, Kube, wait_for
+from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
+from .test_clients_jobset import jobset  # noqa: F401  (fixture)
+from .test_operator import X_K8S, Env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.clients, pytest.mark.asyncio(loop_scope="session")]
+
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+NAMESPACE = "kubeflow-system"
+SERVICE = "kubeflow-trainer-controller-manager"
+SECRET = "kubeflow-trainer-webhook-cert"
+WEBHOOK_CONFIGURATION = "validator.trainer.kubeflow.org"
+CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+@pytest.fixture(scope="module")
+def trainer(
+    cluster: Cluster,
+    tmp_path_factory: pytest.TempPathFactory,
+    jobset: Controller,  # noqa: F811
+) -> Iterator[Controller]:
+    build = build_client("trainer")
+    workdir = tmp_path_factory.mktemp("trainer")
+    tls = webhook_tls(
+        workdir / "certs", dns_names=[f"{SERVICE}.{NAMESPACE}.svc"], ca_name="kubeflow-trainer-ca"
+    )
+    listen = ports("webhook", "health")
+    crds = load_documents(build.src / "manifests/base/crds")
+    crds = [c for c in crds if c.get("kind") == "CustomResourceDefinition"]
+    webhooks = local_webhooks(
+        load_documents(build.src / "manifests/base/webhook/manifests.yaml"),
+        port=listen["webhook"],
+        tls=tls,
+        prefix="trainer",
+        name=WEBHOOK_CONFIGURATION,
+    )
+    files = {
+        name: base64.b64encode((tls.cert_dir / name).read_bytes()).decode()
+        for name in ("ca.crt", "ca.key", "tls.crt", "tls.key")
+    }
+    apply(cluster, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
+    apply(
+        cluster,
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": SECRET, "namespace": NAMESPACE},
+                "data": files,
+            }
+        ],
+    )
+    CERT_DIR.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.crt", "tls.key"):
+        shutil.copyfile(tls.cert_dir / name, CERT_DIR / name)
+    apply(cluster, crds)
+    wait_established(cluster, crds)
+    apply(cluster, webhooks)
+    controller = start_controller(
+        "trainer",
+        [
+            str(build.binary),
+            f"--webhook-server-port={listen['webhook']}",
+            f"--health-probe-bind-address=127.0.0.1:{listen['health']}",
+            "--metrics-bind-address=0",
+            "--leader-elect=false",
+        ],
+        workdir,
+        cluster=cluster,
+        ready_url=f"http://127.0.0.1:{listen['health']}/readyz",
+        ports=listen,
+    )
+    controller.webhooks = webhooks
+    try:
+        yield controller
+    finally:
+        stop_controller(cluster, controller)
+
+
+class TrainerEnv(Env):
+    def __init__(self, kube: Kube, sched: Gangsched, trainer: Controller) -> None:
+        super().__init__(kube, sched)
+        self.trainer = trainer
+
+    async def runtime(self, name: str, *, cpu: str) -> None:
+        pod = self.pod("unused", cpu=cpu)
+        pod_spec = dict(pod["spec"], restartPolicy="OnFailure")
+        pod_spec["containers"] = [dict(pod_spec["containers"][0], name="node")]
+        await self.kube.create(
+            f"/apis/{TRAINER}/namespaces/{self.ns}/trainingruntimes",
+            {
+                "apiVersion": TRAINER,
+                "kind": "TrainingRuntime",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {
+                    "mlPolicy": {"numNodes": 1},
+                    "podGroupPolicy": {"coscheduling": {"scheduleTimeoutSeconds": 120}},
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": "node",
+                                    "template": {
+                                        "metadata": {
+                                            "labels": {
+                                                "trainer.kubeflow.org/trainjob-ancestor-step": (
+                                                    "trainer"
+                                                )
+                                            }
+                                        },
+                                        "spec": {"template": {"spec": pod_spec}},
+                                    },
+                                }
+                            ]
+                        }
+                    },
+                },
+            },
+        )
+
+    async def train_job(self, name: str, *, runtime: str, nodes: int) -> None:
+        await self.kube.create(
+            f"/apis/{TRAINER}/namespaces/{self.ns}/trainjobs",
+            {
+                "apiVersion": TRAINER,
+                "kind": "TrainJob",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {
+                    "runtimeRef": {
+                        "apiGroup": "trainer.kubeflow.org",
+                        "kind": "TrainingRuntime",
+                        "name": runtime,
+                    },
+                    "trainer": {"numNodes": nodes},
+                },
+            },
+        )
+
+    async def job_pods(self, train_job: str, count: int) -> list[str]:
+        async def check() -> list[str] | None:
+            self.trainer.assert_alive()
+            pods = await self.pods()
+            names = sorted(
+                n
+                for n, p in pods.items()
+                if p["metadata"].get("labels", {}).get(POD_GROUP_LABEL) == train_job
+                and not p["metadata"].get("deletionTimestamp")
+            )
+            return names if len(names) == count else None
+
+        found: list[str] = await wait_for(
+            check, timeout=120, what=f"{count} pods of TrainJob {train_job}"
+        )
+        return found
+
+    async def cleanup_trainer(self) -> None:
+        await self.kube.delete(f"/apis/{TRAINER}/namespaces/{self.ns}/trainjobs")
+        await self.kube.delete(f"/apis/{TRAINER}/namespaces/{self.ns}/trainingruntimes")
+
+
+@pytest.fixture
+async def env(
+    kube: Kube,
+    gangsched: Gangsched,  # noqa: F811
+    trainer: Controller,
+) -> AsyncIterator[TrainerEnv]:
+    e = TrainerEnv(kube, gangsched, trainer)
+    await e.setup()
+    yield e
+    await e.cleanup_trainer()
+    await e.cleanup()
+
+
+async def test_train_job_gets_trainers_pod_group_and_binds_whole(env: TrainerEnv) -> None:
+    await env.add_nodes(2, cpu="4")
+    await env.runtime("torch", cpu="2")
+    await env.train_job("first", runtime="torch", nodes=3)
+    first = await env.job_pods("first", 3)
+    placed = await env.wait_bound(first, timeout=90)
+    assert len(placed) == 3
+
+    group: JSON = await env.kube.get(f"/apis/{X_K8S}/namespaces/{env.ns}/podgroups/first")
+    assert group["spec"]["minMember"] == 3
+    assert group["spec"]["scheduleTimeoutSeconds"] == 120
+    assert group["spec"]["minResources"]["cpu"] in ("6", 6)
+
+    env.trainer.assert_alive()
