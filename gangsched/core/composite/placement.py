@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from gangsched.core.composite.attempt import Attempt
 from gangsched.core.composite.domains import bound_domains, candidate_domains, confined_placer
-from gangsched.core.composite.search import backtrack, leaf_orders, subset_search
+from gangsched.core.composite.search import backtrack, fragmentation, leaf_orders, subset_search
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.composite.validation import validate_tree
 from gangsched.core.cycle import (
@@ -180,7 +180,7 @@ class TreePlacement:
         mark = snap.checkpoint()
         first = Attempt()
         if self._greedy(self.tree, first) and (first.placements or allow_empty):
-            return self._success(first, "greedy")
+            return self._least_fragmented(first, "greedy", mark)
         snap.rollback(mark)
         if first.satisfied.get(self.tree.ref) and not first.placements:
             # Satisfied by bound members alone and nothing more fits: upstream's
@@ -196,9 +196,43 @@ class TreePlacement:
         for name, search in searches:
             attempt = search()
             if attempt is not None:
-                return self._success(attempt, name)
+                return self._least_fragmented(attempt, name, mark, rerun=search)
             snap.rollback(mark)
         return self._failure(first)
+
+    def _least_fragmented(
+        self,
+        found: Attempt,
+        strategy: str,
+        mark: int,
+        *,
+        rerun: Callable[[], Attempt | None] | None = None,
+    ) -> CycleResult:
+        """The issue asks for the placement that leaves the cluster least fragmented
+        (search.fragmentation). Each candidate is judged whole, after the children not needed
+        are placed too (_extend): more pods placed first, then fewer idle nodes opened, then
+        fewer nodes touched. The first placement found (upstream's greedy one where it
+        succeeds) is kept unless the tightest-first search beats it; when it opens no idle
+        node it is already as good and nothing more is searched. The loser is rolled back; the
+        first one is found again by re-running its deterministic search on the same snapshot."""
+        snap = self.snap
+        self._extend(self.tree, found)
+        score = _rank(snap, found)
+        if score[1] == 0 or self.nested_constraints or self.placer.config.search_budget <= 0:
+            return self._success(found, strategy, extended=True)
+        snap.rollback(mark)
+        tight = backtrack(self, tightest=True)
+        if tight is not None:
+            self._extend(self.tree, tight)
+            if _rank(snap, tight) < score:
+                return self._success(tight, f"{strategy}+least-fragmented", extended=True)
+        snap.rollback(mark)
+        again = Attempt()
+        if rerun is None:
+            self._greedy(self.tree, again)
+        else:
+            again = rerun() or again
+        return self._success(again, strategy)
 
     # ------------------------------------------------------------------------ greedy
     def _greedy(self, node: TreeNode, at: Attempt) -> bool:
@@ -361,8 +395,9 @@ class TreePlacement:
                 at.messages[node.ref] = _placed_message(node, placed)
 
     # ------------------------------------------------------------------------ results
-    def _success(self, at: Attempt, strategy: str) -> CycleResult:
-        self._extend(self.tree, at)
+    def _success(self, at: Attempt, strategy: str, *, extended: bool = False) -> CycleResult:
+        if not extended:
+            self._extend(self.tree, at)
         placed = {id(pod) for pod, _ in at.placements}
         for part in self.gang.parts:
             for pod in part.pending:
@@ -478,6 +513,12 @@ class TreePlacement:
 def place_tree(placer: GangPlacer, gang: Gang, snap: Snapshot) -> CycleResult:
     """The cycle for a CompositePodGroup tree (module doc)."""
     return TreePlacement(placer, gang, snap).run()
+
+
+def _rank(snap: Snapshot, at: Attempt) -> tuple[int, int, int]:
+    """_least_fragmented's order, lowest best: pods left out, idle nodes opened, nodes used."""
+    opened, touched = fragmentation(snap, at)
+    return -len(at.placements), opened, touched
 
 
 def _spread_message(node: TreeNode, key: str, values: list[str]) -> str:

@@ -13,6 +13,7 @@ from gangsched.core.composite.attempt import Attempt
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.cycle import Gang, _node_signature, _nodes_interchangeable, member_order
 from gangsched.core.model import GroupRef, Pod
+from gangsched.core.snapshot import Snapshot
 from gangsched.core.status import Code
 
 if TYPE_CHECKING:
@@ -86,8 +87,23 @@ def subset_search(tp: TreePlacement, order: list[TreeNode]) -> Attempt | None:
     return at
 
 
-def backtrack(tp: TreePlacement) -> Attempt | None:
-    """Where each pod goes, across the whole tree (module doc, search 2)."""
+def fragmentation(snap: Snapshot, at: Attempt) -> tuple[int, int]:
+    """How much of the cluster a placement breaks up, lower is better: first the whole nodes
+    it takes (nodes that held no pod before this placement; each one lost is room a later
+    gang needing whole nodes no longer has), then how many nodes it touches. This is the
+    topology module's "tightest first" applied to nodes: fill what is already in use before
+    opening an idle node. Read from the snapshot with the placement assumed."""
+    on_node: dict[int, set[str]] = {}
+    for pod, node in at.placements:
+        on_node.setdefault(node, set()).add(pod.key)
+    opened = sum(1 for node, keys in on_node.items() if set(snap.node_pods[node]) <= keys)
+    return opened, len(on_node)
+
+
+def backtrack(tp: TreePlacement, *, tightest: bool = False) -> Attempt | None:
+    """Where each pod goes, across the whole tree (module doc, search 2). With ``tightest``
+    the nodes already in use are tried before idle ones (scorer order otherwise), the search
+    that looks for the least fragmented placement."""
     snap, framework = tp.snap, tp.placer.framework
     config = tp.placer.config
     leaves = [
@@ -152,7 +168,10 @@ def backtrack(tp: TreePlacement) -> Attempt | None:
         mask = framework.feasible(ctx, snap)
         seen: set[object] = set()
         tried = 0
-        for node in framework.ranked(ctx, snap, mask):
+        ranked = [int(node) for node in framework.ranked(ctx, snap, mask)]
+        if tightest:
+            ranked.sort(key=lambda node: not snap.node_pods[node])  # stable: scorer order kept
+        for node in ranked:
             if tried >= config.search_width or budget[0] <= 0:
                 break
             if dedupe:

@@ -192,3 +192,31 @@ def test_root_of_and_the_highest_all_ancestor() -> None:
     lone = ref("lone", dialect=UP)
     assert root_of(lone, groups, composites) == lone
     assert highest_all_ancestor(lone, groups, composites) is None
+
+
+def test_the_least_fragmented_placement_is_preferred_to_the_first_found() -> None:
+    """The spreading scorer puts the gang on the idle node n2 (the greedy pass's first
+    placement); n1 already runs a pod and has room for both members, so the tree cycle packs
+    them there and leaves n2 whole."""
+    state = tree_cluster(
+        [node("n1", cpu=4), node("n2", cpu=4)],
+        [pod("other", cpu=1, node_name="n1"), *members("a", 2)],
+        [leaf("a", 2, parent="root")],
+        [cpg("root", 1)],
+    )
+    reports = run(state)
+    assert reports[0].result == SCHEDULED, reports[0].message
+    assert reports[0].strategy == "greedy+least-fragmented"
+    assert bound(state, ["a-0", "a-1"]) == {"a-0": "n1", "a-1": "n1"}
+
+
+def test_the_greedy_placement_is_kept_when_it_opens_no_idle_node() -> None:
+    state = tree_cluster(
+        [node("n1", cpu=4), node("n2", cpu=4)],
+        [pod("x", cpu=1, node_name="n1"), pod("y", cpu=1, node_name="n2"), *members("a", 2)],
+        [leaf("a", 2, parent="root")],
+        [cpg("root", 1)],
+    )
+    reports = run(state)
+    assert reports[0].result == SCHEDULED, reports[0].message
+    assert reports[0].strategy == "greedy"
