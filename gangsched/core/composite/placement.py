@@ -65,6 +65,11 @@ class TreePlacement:
         #: Levels below the root with a topology constraint: the tree-wide searches do not
         #: know domains, so such trees are placed level by level (greedy, exact per domain).
         self.nested_constraints = any(_constrained(node) for node in self.nodes[1:])
+        #: A leaf PodGroup with its own topology constraint: only the gang cycle (the
+        #: topology placer) keeps it in one domain, so no tree-wide pod-by-pod search runs.
+        self.leaf_topology = any(
+            node.group is not None and node.group.topology is not None for node in self.nodes
+        )
 
     def ancestors_within(self, node: TreeNode) -> list[TreeNode]:
         """The levels above `node` up to this placement's root (a subtree stops there)."""
@@ -218,7 +223,12 @@ class TreePlacement:
         snap = self.snap
         self._extend(self.tree, found)
         score = _rank(snap, found)
-        if score[1] == 0 or self.nested_constraints or self.placer.config.search_budget <= 0:
+        if (
+            score[1] == 0
+            or self.nested_constraints
+            or self.leaf_topology
+            or self.placer.config.search_budget <= 0
+        ):
             return self._success(found, strategy, extended=True)
         snap.rollback(mark)
         tight = backtrack(self, tightest=True)
