@@ -335,3 +335,75 @@ def test_three_levels_top_level_unconstrained() -> None:
     assert len(labels_of(sc, ["p5", "p6", "p7", "p8"], "zone")) == 1
     for pair in (["p1", "p2"], ["p3", "p4"], ["p5", "p6"], ["p7", "p8"]):
         assert len(labels_of(sc, pair, "rack")) == 1, pair
+
+
+def test_three_levels_preexisting_leaf_pod_anchors_the_rack_and_the_zone() -> None:
+    """cpg_tas_test.go: 3-level CPG hierarchy: preexisting pod in leaf PodGroup determines
+    topology for intermediate and root CPGs."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+        tas_node("node5-z2-r1", "rack-1", "zone-2"),
+        tas_node("node6-z2-r1", "rack-1", "zone-2"),
+        tas_node("node7-z2-r2", "rack-2", "zone-2"),
+        tas_node("node8-z2-r2", "rack-2", "zone-2"),
+    )
+    sc.create(
+        root("zone"),
+        sub("cpg-sub1", "cpg-root", "rack"),
+        sub("cpg-sub2", "cpg-root", "rack"),
+        child("pg1", 2, None, "cpg-sub1"),
+        child("pg2", 2, None, "cpg-sub1"),
+        child("pg3", 2, None, "cpg-sub2"),
+        child("pg4", 2, None, "cpg-sub2"),
+    )
+    sc.create(assigned("existing-pg1", "node5-z2-r1", "1", group="pg1"))
+    groups = {"p1": "pg1", "p2": "pg2", "p3": "pg2", "p4": "pg3"}
+    groups |= {"p5": "pg3", "p6": "pg4", "p7": "pg4"}
+    sc.create([member(name, group) for name, group in groups.items()])
+    sc.settle()
+    sc.assert_scheduled(*groups)
+    assert {sc.node_of(p) for p in ("p1", "p2", "p3")} <= {"node5-z2-r1", "node6-z2-r1"}
+    assert {sc.node_of(p) for p in ("p4", "p5", "p6", "p7")} <= {"node7-z2-r2", "node8-z2-r2"}
+
+
+def test_the_rack_with_the_highest_allocation_is_chosen() -> None:
+    """cpg_tas_test.go: CPG schedules on a single rack, choosing placement with highest
+    allocation percentage (NodeResourcesFit placement scoring)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+        assigned("existing", "node1-z1-r1", "1"),
+    )
+    sc.create(root("rack"), child("pg1", 1), child("pg2", 2))
+    sc.create(member("p1", "pg1"), member("p2", "pg2"), member("p3", "pg2"))
+    sc.settle()
+    sc.assert_scheduled("p1", "p2", "p3")
+    assert {sc.node_of(p) for p in ("p1", "p2", "p3")} <= {"node1-z1-r1", "node2-z1-r1"}
+
+
+def test_min_group_count_below_the_children_schedules_a_subset_on_one_rack() -> None:
+    """cpg_tas_test.go: CPG with minGroupCount < total children schedules satisfying subset
+    on a single rack."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+        assigned("existing1", "node3-z1-r2", "2"),
+        assigned("existing2", "node4-z1-r2", "2"),
+    )
+    sc.create(root("rack"), child("pg1", 2), child("pg2", 2), child("pg3", 2))
+    groups = {"p1": "pg1", "p2": "pg1", "p3": "pg2", "p4": "pg2", "p5": "pg3", "p6": "pg3"}
+    sc.create([member(name, group) for name, group in groups.items()])
+    sc.settle()
+    sc.assert_scheduled("p1", "p2", "p3", "p4")
+    sc.assert_unschedulable("p5", "p6")
+    assert {sc.node_of(p) for p in ("p1", "p2", "p3", "p4")} <= {"node1-z1-r1", "node2-z1-r1"}
