@@ -37,6 +37,7 @@ from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.handlers import Handler, PagedHandler, Relist, object_key
 from gangsched.edge.kube import JSON
+from gangsched.edge.network_topology_cache import NetworkTopologyCache
 from gangsched.edge.policy_cache import PolicyCache
 
 log = structlog.get_logger("gangsched.cache")
@@ -73,9 +74,12 @@ class ClusterCache:
     _fingerprints: dict[str, tuple[object, ...]] = field(default_factory=dict)
     #: PriorityClasses, PDBs and Namespaces.
     policy: PolicyCache = field(init=False)
+    #: Koordinator's ClusterNetworkTopology layers (and the PodGroups read against them).
+    network: NetworkTopologyCache = field(init=False)
 
     def __post_init__(self) -> None:
         self.policy = PolicyCache(self)
+        self.network = NetworkTopologyCache(self)
 
     @property
     def cluster(self) -> ClusterState:
@@ -344,9 +348,16 @@ class ClusterCache:
         self.scheduler.queue.wake_waiting()  # their PodGroups may have come or gone
         self.changed()
 
+    def read_group(self, obj: JSON) -> GroupRef | None:
+        """Read a PodGroup again (its ClusterNetworkTopology layers changed)."""
+        return self._upsert_group(obj)
+
     def _upsert_group(self, obj: JSON, *, notify: bool = True) -> GroupRef | None:
+        self.network.remember(obj)
         try:
-            group = pod_group_from_raw(obj, priorities=self._resolver())
+            group = pod_group_from_raw(
+                obj, priorities=self._resolver(), network_topology=self.network.current
+            )
         except InvalidObject as exc:
             self.report("PodGroup", object_key(obj), exc, obj)
             stale = _group_ref(obj)
@@ -383,6 +394,7 @@ class ClusterCache:
 
     def _delete_group(self, obj: JSON) -> None:
         self.forgive("PodGroup", object_key(obj))
+        self.network.forget(obj)
         ref = _group_ref(obj)
         if ref is None:
             return

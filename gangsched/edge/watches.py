@@ -23,6 +23,9 @@ from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
 from gangsched.edge.informer import Informer
 from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
+from gangsched.edge.network_topology_cache import API_VERSION as NETWORK_TOPOLOGY_API
+from gangsched.edge.network_topology_cache import INFORMER as NETWORK_TOPOLOGY_INFORMER
+from gangsched.edge.network_topology_cache import PATH as NETWORK_TOPOLOGY_PATH
 from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
 
 log = structlog.get_logger("gangsched.operator")
@@ -39,7 +42,7 @@ POD_GROUP_GROUPS = {
 #: pods, nodes, namespaces, priority classes, budgets, the storage and DRA kinds and one per
 #: PodGroup dialect. The connection pool must be larger than this, or the watches take every
 #: connection and a lease renewal waits behind them until leadership is lost.
-MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS) + 1
+MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS) + 2
 #: CompositePodGroups exist only in scheduling.k8s.io/v1alpha3 (Kubernetes 1.37+, gate
 #: CompositePodGroup); watched when the API server serves them there.
 COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
@@ -167,7 +170,33 @@ class Watches:
             )
             self.on_pod_groups(POD_GROUP_GROUPS[name], version)
         await self._discover_composites(groups)
+        await self._discover_network_topology(groups)
         return True
+
+    async def _discover_network_topology(self, groups: dict[str, object]) -> None:
+        """Watch Koordinator's ClusterNetworkTopology where its CRD is served: it names the
+        node labels of the layers PodGroups' network-topology-spec annotations gather on."""
+        if NETWORK_TOPOLOGY_INFORMER in self.informers:
+            return
+        group = NETWORK_TOPOLOGY_API.partition("/")[0]
+        served = [
+            str(entry.get("groupVersion", ""))
+            for found in groups.get("groups", [])  # type: ignore[attr-defined]
+            if found.get("name") == group
+            for entry in found.get("versions") or []
+        ]
+        if NETWORK_TOPOLOGY_API not in served:
+            return
+        if not await self._serves_pod_groups(NETWORK_TOPOLOGY_API, "clusternetworktopologies"):
+            return
+        log.info("watching ClusterNetworkTopologies", apiVersion=NETWORK_TOPOLOGY_API)
+        self._add(
+            NETWORK_TOPOLOGY_INFORMER,
+            NETWORK_TOPOLOGY_PATH,
+            self.cache.network.handler(),
+            api_version=NETWORK_TOPOLOGY_API,
+            kind="ClusterNetworkTopology",
+        )
 
     async def _discover_composites(self, groups: dict[str, object]) -> None:
         """Watch CompositePodGroups where scheduling.k8s.io/v1alpha3 serves them."""

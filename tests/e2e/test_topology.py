@@ -5,6 +5,7 @@ local cluster runs with TopologyAwareWorkloadScheduling on) and ours (scheduling
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -122,3 +123,73 @@ async def test_sigs_topology_is_validated_and_immutable(env: Env) -> None:
     with pytest.raises(KubeError) as removed:
         await env.kube.patch(f"{path}/fixed", {"spec": {"topology": None}})
     assert "topology is immutable" in str(removed.value)
+
+
+NETWORK_TOPOLOGY_CRD: JSON = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "clusternetworktopologies.scheduling.koordinator.sh"},
+    "spec": {
+        "group": "scheduling.koordinator.sh",
+        "scope": "Cluster",
+        "names": {
+            "kind": "ClusterNetworkTopology",
+            "listKind": "ClusterNetworkTopologyList",
+            "plural": "clusternetworktopologies",
+            "singular": "clusternetworktopology",
+        },
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+async def test_koordinator_network_topology_spec_lands_in_one_block(env: Env) -> None:
+    """Koordinator's annotation names a layer; the ClusterNetworkTopology, installed after
+    gangsched started (found by discovery and watched), says the layer is the rack label:
+    the PodGroup, refused while no layer is known, is read again and its gang lands whole
+    in the one rack that holds it."""
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    try:
+        await env.kube.create(crds, NETWORK_TOPOLOGY_CRD)
+    except KubeError as error:
+        if error.status != 409:
+            raise
+    await env.kube.wait_crd_established(NETWORK_TOPOLOGY_CRD["metadata"]["name"])
+    racks = await add_racks(env, {"a": 1, "b": 2})
+    layer = f"E2E{env.id.replace('-', '')}Layer"
+    spec = json.dumps({"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]})
+    group = env.pod_group("train", 3)
+    group["metadata"]["annotations"] = {
+        "gang.scheduling.koordinator.sh/network-topology-spec": spec
+    }
+    await env.kube.create(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups", group)
+    names = [f"train-{i}" for i in range(3)]
+    for name in names:
+        await env.create_pod(env.pod(name, cpu="2", group="train"))
+    topology_path = "/apis/scheduling.koordinator.sh/v1alpha1/clusternetworktopologies"
+    await env.kube.create(
+        topology_path,
+        {
+            "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+            "kind": "ClusterNetworkTopology",
+            "metadata": {"name": env.id},
+            "spec": {"networkTopologySpec": [{"labelKey": [RACK], "topologyLayer": layer}]},
+        },
+    )
+    try:
+        bound = await env.wait_bound(names, timeout=120)
+    finally:
+        await env.kube.delete(f"{topology_path}/{env.id}")
+    assert {racks[node] for node in bound.values()} == {"b"}

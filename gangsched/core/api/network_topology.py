@@ -129,8 +129,7 @@ def read_koordinator_topology(
     if network is None:
         r.add(
             origin,
-            f"names layers, but no ClusterNetworkTopology ({NETWORK_TOPOLOGY_API}) is known "
-            "(simulate reads them from its input; the running scheduler does not watch them)",
+            f"names layers, but no ClusterNetworkTopology ({NETWORK_TOPOLOGY_API}) defines any",
         )
         return None
     must: list[str] = []
