@@ -407,3 +407,23 @@ def test_min_group_count_below_the_children_schedules_a_subset_on_one_rack() -> 
     sc.assert_scheduled("p1", "p2", "p3", "p4")
     sc.assert_unschedulable("p5", "p6")
     assert {sc.node_of(p) for p in ("p1", "p2", "p3", "p4")} <= {"node1-z1-r1", "node2-z1-r1"}
+
+
+def test_the_rack_that_holds_more_of_the_tree_is_chosen() -> None:
+    """cpg_tas_test.go: CPG schedules on a single rack, choosing placement that accommodates
+    more descendant pods (PodGroupPodsCount placement scoring)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+        assigned("existing", "node1-z1-r1", "1"),
+    )
+    sc.create(child("pg1", 2), child("pg2", 2))
+    pods = ("p1", "p2", "p3", "p4")
+    sc.create([member(name, "pg1" if name in ("p1", "p2") else "pg2") for name in pods])
+    sc.create(root("rack", 1))
+    sc.settle()
+    sc.assert_scheduled(*pods)
+    assert {sc.node_of(p) for p in pods} <= {"node3-z1-r2", "node4-z1-r2"}

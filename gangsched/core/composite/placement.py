@@ -152,8 +152,13 @@ class TreePlacement:
             return CycleResult(Code.ERROR, message=_spread_message(root, key, spread))
         last: CycleResult | None = None
         tried = 0
-        for domain in candidate_domains(root, self.snap, self.parts, self.outer):
-            tried += 1
+        pending = sum(len(part.pending) for part in self.gang.parts)
+        mark = self.snap.checkpoint()
+        best: tuple[int, int] | None = None  # (pods placed, candidate index)
+        candidates = candidate_domains(root, self.snap, self.parts, self.outer)
+
+        def attempt(index: int) -> CycleResult:
+            domain = candidates[index]
             mask = domain.mask if self.outer is None else domain.mask & self.outer
             inner = TreePlacement(
                 confined_placer(self.placer, refs, mask, domain.name),
@@ -164,8 +169,25 @@ class TreePlacement:
             result = inner.place()
             if result.code is Code.SUCCESS:
                 result.strategy = f"{result.strategy} in {domain.name}"
-                return result
-            last = result
+            return result
+
+        # Tightest domain first, but the one that holds more of the tree's pods wins
+        # (upstream's PodGroupPodsCount placement score): a domain with room for the minimum
+        # only would strand the other children, who can never leave the root's domain.
+        for index in range(len(candidates)):
+            tried += 1
+            result = attempt(index)
+            if result.code is Code.SUCCESS:
+                placed = len(result.placements)
+                if placed >= pending:
+                    return result
+                if best is None or placed > best[0]:
+                    best = (placed, index)
+            else:
+                last = result
+            self.snap.rollback(mark)
+        if best is not None:
+            return attempt(best[1])
         why = last.message if last is not None else "none has room for its smallest minimum"
         message = f"{root.label()}: no {key} domain holds the tree ({tried} tried); {why}"
         failed = last or CycleResult(Code.UNSCHEDULABLE)
