@@ -427,3 +427,34 @@ def test_the_rack_that_holds_more_of_the_tree_is_chosen() -> None:
     sc.settle()
     sc.assert_scheduled(*pods)
     assert {sc.node_of(p) for p in pods} <= {"node3-z1-r2", "node4-z1-r2"}
+
+
+def test_three_levels_bottom_level_unconstrained() -> None:
+    """cpg_tas_test.go: 3-level CPG hierarchy: bottom level without topology constraint
+    (root=zone, sub=rack, leaf=none)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+        tas_node("node5-z2-r3", "rack-3", "zone-2"),
+        tas_node("node6-z2-r3", "rack-3", "zone-2"),
+    )
+    sc.create(
+        root("zone"),
+        sub("cpg-sub1", "cpg-root", "rack"),
+        sub("cpg-sub2", "cpg-root", "rack"),
+        child("pg1", 2, None, "cpg-sub1"),
+        child("pg2", 2, None, "cpg-sub1"),
+        child("pg3", 2, None, "cpg-sub2"),
+        child("pg4", 2, None, "cpg-sub2"),
+    )
+    groups = {"p1": "pg1", "p2": "pg1", "p3": "pg2", "p4": "pg2"}
+    groups |= {"p5": "pg3", "p6": "pg3", "p7": "pg4", "p8": "pg4"}
+    sc.create([member(name, group) for name, group in groups.items()])
+    sc.settle()
+    sc.assert_scheduled(*groups)
+    assert len(labels_of(sc, list(groups), "zone")) == 1
+    assert len(labels_of(sc, ["p1", "p2", "p3", "p4"], "rack")) == 1
+    assert len(labels_of(sc, ["p5", "p6", "p7", "p8"], "rack")) == 1
