@@ -220,6 +220,11 @@ class TreePlacement:
             ("which-children-largest-first", lambda: subset_search(self, leaf_orders(self)[1])),
             ("tree-backtracking", lambda: backtrack(self)),
         )
+        if self.leaf_topology:
+            # The pod-by-pod search does not keep a constrained leaf inside one domain: only
+            # the searches that place each leaf through the gang cycle (the topology placer)
+            # may run, or a leaf that asked for one rack could be spread over two.
+            searches = searches[:2]
         for name, search in searches:
             attempt = search()
             if attempt is not None:

@@ -67,7 +67,7 @@ def subset_search(tp: TreePlacement, order: list[TreeNode]) -> Attempt | None:
             return False
         budget[0] -= 1
         mark, start = snap.checkpoint(), len(at.placements)
-        result = tp.placer.place_gang(Gang(key=leaf.ref, parts=[part]), snap)
+        result = tp.placer.place(Gang(key=leaf.ref, parts=[part]), snap)
         if result.code is Code.SUCCESS:
             at.placements.extend(result.placements)
             decided[leaf.ref] = True

@@ -87,3 +87,19 @@ def test_leaf_topology_inside_a_constrained_parent() -> None:
     assert len(a_racks) == 1
     zones = {labels_of(state, p)[ZONE] for p in state.pods.values()}
     assert len(zones) == 1
+
+
+def test_a_constrained_leaf_is_never_spread_by_the_tree_searches() -> None:
+    # The root has no constraint of its own, so the tree-wide searches run when the greedy
+    # pass fails; leaf "a" asked for one rack and every rack has room for one of its pods
+    # only. Pod by pod, the two members would fit on two racks: that must not be taken.
+    job = cpg("job", 2)
+    a = leaf("a", 2, parent="job")
+    a.topology = TopologyRequest(required=RACK)
+    b = leaf("b", 1, parent="job", created=1)
+    state = tree_cluster(
+        nodes(cpu=1), [*members("a", 2), *members("b", 1, start=10)], [a, b], [job]
+    )
+    reports = run(state)
+    assert [r.result for r in reports] == [UNSCHEDULABLE], reports[0].message
+    assert all(p.node_name is None for p in state.pods.values())
