@@ -20,7 +20,6 @@ from gangsched.core.cycle import (
     Gang,
     GangMember,
     GangPlacer,
-    waiting_note,
 )
 from gangsched.core.decisions import (
     Bind,
@@ -33,6 +32,7 @@ from gangsched.core.decisions import (
     SetCondition,
 )
 from gangsched.core.framework import Framework
+from gangsched.core.gang_waiting import waiting_note
 from gangsched.core.model import Dialect, GroupRef, MatchPolicy, Pod, PodGroup
 from gangsched.core.plugins import ScoringConfig, build_framework
 from gangsched.core.queue import SchedulingQueue

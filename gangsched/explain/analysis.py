@@ -16,9 +16,10 @@ from typing import Any
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import composite_ref
-from gangsched.core.cycle import CycleResult, Gang, GangPlacer, gated_summary, member_order
+from gangsched.core.cycle import CycleResult, Gang, GangPlacer, member_order
 from gangsched.core.decisions import Bind, Decision, GroupOutcome, Nominate
 from gangsched.core.framework import Framework
+from gangsched.core.gang_waiting import gated_summary
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.preemption.victims import gang_priority, victim_priority
 from gangsched.core.scheduler import (

@@ -38,9 +38,9 @@ from gangsched.core.cycle import (
     GangMember,
     GangPlacer,
     validate,
-    waiting_message,
 )
 from gangsched.core.framework import Framework
+from gangsched.core.gang_waiting import waiting_message
 from gangsched.core.model import GroupRef, Pod
 from gangsched.core.resources import PODS
 from gangsched.core.snapshot import BoolVector, Snapshot
