@@ -29,6 +29,14 @@ from gangsched.core.composite.domains import bound_domains, candidate_domains, c
 from gangsched.core.composite.search import backtrack, fragmentation, leaf_orders, subset_search
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.composite.validation import validate_tree
+from gangsched.core.composite.verdicts import (
+    failure_result,
+    level_verdicts,
+    placed_message,
+    short_message,
+    spread_message,
+    why_not,
+)
 from gangsched.core.cycle import (
     CycleResult,
     Gang,
@@ -36,7 +44,7 @@ from gangsched.core.cycle import (
     GangPlacer,
     extend_placement,
 )
-from gangsched.core.model import GroupRef, Pod
+from gangsched.core.model import GroupRef
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 
@@ -149,7 +157,7 @@ class TreePlacement:
         refs = [leaf.ref for leaf in root.leaves()]
         spread = bound_domains(root, self.snap, self.parts)
         if len(spread) > 1:
-            return CycleResult(Code.ERROR, message=_spread_message(root, key, spread))
+            return CycleResult(Code.ERROR, message=spread_message(root, key, spread))
         last: CycleResult | None = None
         tried = 0
         pending = sum(len(part.pending) for part in self.gang.parts)
@@ -212,9 +220,9 @@ class TreePlacement:
         if first.satisfied.get(self.tree.ref) and not first.placements:
             # Satisfied by bound members alone and nothing more fits: upstream's
             # "at least one pod must be scheduled" turns this into Unschedulable.
-            return self._failure(first, nothing_placed=True)
+            return failure_result(self, first, nothing_placed=True)
         if self.nested_constraints:
-            return self._failure(first)
+            return failure_result(self, first)
         searches: tuple[tuple[str, Callable[[], Attempt | None]], ...] = (
             ("which-children", lambda: subset_search(self, leaf_orders(self)[0])),
             ("which-children-largest-first", lambda: subset_search(self, leaf_orders(self)[1])),
@@ -230,7 +238,7 @@ class TreePlacement:
             if attempt is not None:
                 return self._least_fragmented(attempt, name, mark, rerun=search)
             snap.rollback(mark)
-        return self._failure(first)
+        return failure_result(self, first)
 
     def _least_fragmented(
         self,
@@ -296,12 +304,12 @@ class TreePlacement:
             failed = failed or child
         if placed >= node.needed:
             at.satisfied[node.ref] = True
-            at.messages[node.ref] = _placed_message(node, placed)
+            at.messages[node.ref] = placed_message(node, placed)
             return True
         snap.rollback(mark)
         del at.placements[start:]
         at.satisfied[node.ref] = False
-        at.messages[node.ref] = _short_message(node, placed, remaining, failed, at.messages)
+        at.messages[node.ref] = short_message(node, placed, remaining, failed, at.messages)
         return False
 
     def _subtree_in_a_domain(self, node: TreeNode, at: Attempt) -> bool:
@@ -315,7 +323,7 @@ class TreePlacement:
         spread = bound_domains(node, self.snap, self.parts)
         if len(spread) > 1:
             at.satisfied[node.ref] = False
-            at.messages[node.ref] = _spread_message(node, node.composite.topology_key, spread)
+            at.messages[node.ref] = spread_message(node, node.composite.topology_key, spread)
             return False
         for domain in candidate_domains(node, self.snap, self.parts, self.outer):
             mask = domain.mask if self.outer is None else domain.mask & self.outer
@@ -429,7 +437,7 @@ class TreePlacement:
                 at.messages[node.ref] = "placed" if ok else "not needed by its parent"
             else:
                 placed = sum(1 for child in node.children if self.count(child, leaves))
-                at.messages[node.ref] = _placed_message(node, placed)
+                at.messages[node.ref] = placed_message(node, placed)
 
     # ------------------------------------------------------------------------ results
     def _success(self, at: Attempt, strategy: str, *, extended: bool = False) -> CycleResult:
@@ -441,7 +449,7 @@ class TreePlacement:
                 if id(pod) in placed:
                     at.pod_messages.pop(pod.key, None)
                 elif pod.key not in at.pod_messages:
-                    at.pod_messages[pod.key] = self._why_not(pod, at)
+                    at.pod_messages[pod.key] = why_not(self, pod, at)
         return CycleResult(
             Code.SUCCESS,
             placements=at.placements,
@@ -449,41 +457,8 @@ class TreePlacement:
             failed_pod=at.failed_pod,
             diagnosis=at.diagnosis,
             strategy=strategy,
-            levels=self._levels(at, None),
+            levels=level_verdicts(self, at, None),
         )
-
-    def _levels(self, at: Attempt, failure: str | None) -> dict[GroupRef, tuple[bool, str]]:
-        """Each level's verdict for status: its own failure first, else (kube-scheduler's
-        words) the nearest level above that failed, else placed. `failure`: the root's
-        message when the whole tree failed."""
-        root = self.tree
-        failed_here = {
-            node.ref
-            for node in self.nodes
-            if at.satisfied.get(node.ref) is False and at.messages.get(node.ref)
-        }
-        if failure is not None:
-            failed_here.add(root.ref)
-        levels: dict[GroupRef, tuple[bool, str]] = {}
-        for node in self.nodes:
-            if node is root and failure is not None:
-                levels[node.ref] = (False, failure)
-                continue
-            if node.ref in failed_here:
-                levels[node.ref] = (False, at.messages[node.ref])
-                continue
-            up = next((a for a in self.ancestors_within(node) if a.ref in failed_here), None)
-            if up is not None:
-                relation = "parent" if up is node.parent else "ancestor"
-                why = failure if up is root and failure is not None else at.messages[up.ref]
-                levels[node.ref] = (
-                    False,
-                    f'{relation} composite pod group "{up.ref.name}" is unschedulable: {why}',
-                )
-                continue
-            ok = bool(at.satisfied.get(node.ref))
-            levels[node.ref] = (ok, at.messages.get(node.ref) or ("placed" if ok else "not tried"))
-        return levels
 
     def _extend(self, node: TreeNode, at: Attempt) -> None:
         """After the root is satisfied: members beyond minCount of placed leaves, and the
@@ -515,36 +490,7 @@ class TreePlacement:
             )
         if not node.is_leaf:
             placed = sum(1 for child in node.children if at.satisfied.get(child.ref))
-            at.messages[node.ref] = _placed_message(node, placed)
-
-    def _failure(self, at: Attempt, *, nothing_placed: bool = False) -> CycleResult:
-        root = self.tree
-        if nothing_placed:
-            message = (
-                f"{root.label()} is satisfied by its bound members, but none of the "
-                f"{len(self.gang.pending)} pending pod(s) fits"
-            )
-        else:
-            message = f"{root.label()}: {at.messages.get(root.ref) or 'cannot be scheduled'}"
-        levels = self._levels(at, message)
-        for part in self.gang.parts:
-            for pod in part.pending:
-                if pod.key not in at.pod_messages:
-                    at.pod_messages[pod.key] = levels.get(part.group.ref, (False, message))[1]
-        return CycleResult(
-            Code.UNSCHEDULABLE,
-            message=message,
-            pod_messages=at.pod_messages,
-            failed_pod=at.failed_pod,
-            diagnosis=at.diagnosis,
-            levels=levels,
-        )
-
-    def _why_not(self, pod: Pod, at: Attempt) -> str:
-        ref = _leaf_of(pod, self.parts)
-        if ref is None:
-            return "not placed"
-        return at.messages.get(ref) or "not placed: its PodGroup was not needed or did not fit"
+            at.messages[node.ref] = placed_message(node, placed)
 
 
 def place_tree(placer: GangPlacer, gang: Gang, snap: Snapshot) -> CycleResult:
@@ -558,45 +504,5 @@ def _rank(snap: Snapshot, at: Attempt) -> tuple[int, int, int]:
     return -len(at.placements), opened, touched
 
 
-def _spread_message(node: TreeNode, key: str, values: list[str]) -> str:
-    shown = ", ".join(f"{key}={value}" if value else f"no {key}" for value in values)
-    return (
-        f"{node.label()}: members are bound in more than one {key} domain ({shown}); "
-        "no single domain can hold the subtree"
-    )
-
-
 def _constrained(node: TreeNode) -> bool:
     return node.composite is not None and node.composite.topology_key is not None
-
-
-def _leaf_of(pod: Pod, parts: dict[GroupRef, GangMember]) -> GroupRef | None:
-    for ref, part in parts.items():
-        if any(member is pod for member in part.pending):
-            return ref
-    return None
-
-
-def _placed_message(node: TreeNode, placed: int) -> str:
-    return (
-        f"{placed} of {len(node.children)} children scheduled "
-        f"({node.composite.policy if node.composite else 'leaf'})"
-    )
-
-
-def _short_message(
-    node: TreeNode,
-    placed: int,
-    remaining: int,
-    failed: TreeNode | None,
-    messages: dict[GroupRef, str],
-) -> str:
-    """Why a CompositePodGroup failed, in kube-scheduler's words (PlacementFeasible), then
-    the first child that failed and why."""
-    text = (
-        f"minGroupCount ({node.needed}) cannot be satisfied: "
-        f"{placed} scheduled, {remaining} remaining"
-    )
-    if failed is not None and messages.get(failed.ref):
-        text += f"; {failed.label()}: {messages[failed.ref]}"
-    return text
