@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.conformance.harness import (
     Manifest,
     Scenario,
@@ -462,14 +460,6 @@ def test_three_levels_bottom_level_unconstrained() -> None:
     assert len(labels_of(sc, ["p5", "p6", "p7", "p8"], "rack")) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: core/composite/domains.candidate_domains orders a root's domains by the "
-    "summed free room of every resource column (cpu, memory, pods), so the one-node rack-2 "
-    "(less free memory and pod slots) counts as tighter than rack-1 whose node1 is full; "
-    "upstream scores the domain by allocation fraction after placement (MostAllocated: "
-    "rack-1 (2+1)/4 = 0.75 beats rack-2 1/2), so p1 lands on rack-2 here, not rack-1",
-)
 def test_basic_tree_stays_on_its_rack_instead_of_spilling() -> None:
     """cpg_tas_test.go: basic CPG picks the higher-scoring rack and stays there instead of
     spilling to a rack that fits."""

@@ -2,11 +2,12 @@
 keeps its whole subtree inside one domain of that label, nested inside its parent's domain
 (KEP-6012 with KEP-5732: constraints resolve top-down, largest domain first).
 
-For each candidate domain, tightest first (the least free capacity that can still hold the
-subtree's minimum, so big domains stay whole for big trees, as the topology placer does for
-gangs), the subtree's own cycle runs with every member confined to the domain, nested
-constraints below choosing their domains inside it. The first domain that holds the subtree
-wins. A subtree with members already bound stays in the domain that holds them.
+For each candidate domain, tightest first (the fullest by MostAllocated over CPU and memory
+with the subtree's minimum placed, among those with room for it, so big domains stay whole for
+big trees, as the topology placer does for gangs), the subtree's own cycle runs with every
+member confined to the domain, nested constraints below choosing their domains inside it.
+The first domain that holds the subtree wins. A subtree with members already bound stays in
+the domain that holds them.
 """
 
 from __future__ import annotations
@@ -46,11 +47,27 @@ def candidate_domains(
     free = np.clip(snap.allocatable - snap.requested, 0, None)
     scored = []
     for domain in domains:
-        room = free[domain.mask & outer if outer is not None else domain.mask].sum(axis=0)
-        if (room < need).any():
+        rows = domain.mask & outer if outer is not None else domain.mask
+        if (free[rows].sum(axis=0) < need).any():
             continue
-        scored.append((float(room.sum()), domain.name, domain))
+        fraction = _allocated_after(snap, rows, need)
+        scored.append((-fraction, domain.name, domain))
     return [domain for *_, domain in sorted(scored, key=lambda s: (s[0], s[1]))][:MAX_DOMAINS]
+
+
+def _allocated_after(snap: Snapshot, rows: BoolVector, need: np.ndarray) -> float:
+    """How full the domain would be with the subtree's minimum in it: MostAllocated over CPU
+    and memory (kube-scheduler's default resources, weight 1 each), as upstream scores a
+    placement. Fractions, not summed free room: in bytes, memory would outweigh every other
+    resource, and a one-node rack would count as tighter than a fuller two-node rack."""
+    used = snap.requested[rows].sum(axis=0) + need
+    alloc = snap.allocatable[rows].sum(axis=0)
+    fractions = [
+        min(float(used[col]) / float(alloc[col]), 1.0)
+        for name in ("cpu", "memory")
+        if (col := snap.columns.get(name)) is not None and alloc[col] > 0
+    ]
+    return sum(fractions) / len(fractions) if fractions else 0.0
 
 
 def bound_domains(node: TreeNode, snap: Snapshot, parts: dict[GroupRef, GangMember]) -> list[str]:
