@@ -208,7 +208,8 @@ async def test_gangsched_podgroup_crd(cluster: Cluster, kube: Kube) -> None:
         assert err.value.status == 422
         out = cluster.kubectl("get", "pg", name, "-n", NS).stdout
         header = out.splitlines()[0].split()
-        assert header == ["NAME", "MIN", "SCHEDULED", "RUNNING", "PHASE", "AGE"]
+        assert header == ["NAME", "MIN", "TOPOLOGY", "SCHEDULED", "RUNNING", "PHASE", "AGE"]
+        # No topology asked: kubectl leaves that column blank.
         assert out.splitlines()[1].split()[1:5] == ["3", "1", "0", "Scheduling"]
     finally:
         await kube.delete(f"{base}/{name}")
