@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child
+from gangsched.core.api._fields import INT32_MAX, Reader, child
 from gangsched.core.api.errors import show
-from gangsched.core.api.podgroups import read_disruption_mode, read_parent, resolve_class
-from gangsched.core.api.priority import PREEMPTION_POLICIES, PriorityResolver
+from gangsched.core.api.podgroups import (
+    read_disruption_mode,
+    read_parent,
+    read_upstream_priority,
+)
+from gangsched.core.api.priority import PriorityResolver
 from gangsched.core.api.topology import read_upstream_topology
 from gangsched.core.composite.model import CompositePodGroup, composite_ref
 
@@ -46,23 +50,8 @@ def composite_pod_group_from_raw(
     request = read_upstream_topology(r, spec, version="v1alpha3")
     group.topology_key = request.required if request is not None else None
 
-    class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
-    explicit = r.integer(
-        spec.get("priority"), "spec.priority", minimum=INT32_MIN, maximum=INT32_MAX
-    )
-    if explicit is not None:
-        priority_class = priorities.get(class_name) if class_name else None
-    else:
-        priority_class = resolve_class(r, class_name, priorities, upstream=True)
-    group.priority_class_name = class_name or (priority_class.name if priority_class else "")
-    group.priority = (
-        explicit if explicit is not None else (priority_class.value if priority_class else 0)
-    )
-    policy_value = r.choice(
-        spec.get("preemptionPolicy"), "spec.preemptionPolicy", PREEMPTION_POLICIES, ""
-    )
-    group.preemption_policy = policy_value or (
-        priority_class.preemption_policy if priority_class else None
+    group.priority_class_name, group.priority, group.preemption_policy = read_upstream_priority(
+        r, spec, priorities
     )
     r.done()
     return group

@@ -88,6 +88,31 @@ def pod_group_from_raw(
     return group
 
 
+def read_upstream_priority(
+    r: Reader, spec: Mapping[str, Any], priorities: PriorityResolver
+) -> tuple[str, int, str | None]:
+    """(priorityClassName, priority, preemptionPolicy) of a scheduling.k8s.io object
+    (PodGroup or CompositePodGroup). Admission gives every one a priority: an explicit
+    number wins (its class still gives the preemption policy), else its class, the default
+    class, or zero."""
+    class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
+    explicit = r.integer(
+        spec.get("priority"), "spec.priority", minimum=INT32_MIN, maximum=INT32_MAX
+    )
+    if explicit is not None:
+        priority_class = priorities.get(class_name) if class_name else None
+    else:
+        priority_class = resolve_class(r, class_name, priorities, upstream=True)
+    policy = r.choice(
+        spec.get("preemptionPolicy"), "spec.preemptionPolicy", PREEMPTION_POLICIES, ""
+    )
+    return (
+        class_name or (priority_class.name if priority_class else ""),
+        explicit if explicit is not None else (priority_class.value if priority_class else 0),
+        policy or (priority_class.preemption_policy if priority_class else None),
+    )
+
+
 def resolve_class(
     r: Reader, class_name: str, priorities: PriorityResolver, *, upstream: bool
 ) -> PriorityClass | None:
@@ -181,26 +206,8 @@ def _read_upstream(
     )
     group.topology = read_upstream_topology(r, spec, version=version)
 
-    class_name = r.string(spec.get("priorityClassName"), "spec.priorityClassName")
-    explicit = r.integer(
-        spec.get("priority"), "spec.priority", minimum=INT32_MIN, maximum=INT32_MAX
-    )
-    # Admission gives every upstream PodGroup a priority: its class, the default, or zero.
-    if explicit is not None:
-        priority_class = None
-        if class_name:  # keep the class for its preemption policy, but trust the number
-            priority_class = priorities.get(class_name)
-    else:
-        priority_class = resolve_class(r, class_name, priorities, upstream=True)
-    group.priority_class_name = class_name or (priority_class.name if priority_class else "")
-    group.priority = (
-        explicit if explicit is not None else (priority_class.value if priority_class else 0)
-    )
-    policy_value = r.choice(
-        spec.get("preemptionPolicy"), "spec.preemptionPolicy", PREEMPTION_POLICIES, ""
-    )
-    group.preemption_policy = policy_value or (
-        priority_class.preemption_policy if priority_class else None
+    group.priority_class_name, group.priority, group.preemption_policy = read_upstream_priority(
+        r, spec, priorities
     )
 
 
