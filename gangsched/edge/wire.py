@@ -26,6 +26,8 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
+from gangsched.core.api.types import ObjectMeta
+
 Decoder = Callable[[bytes], dict[str, Any]]
 
 
@@ -34,16 +36,7 @@ class _OwnerReference(TypedDict, total=False):
     controller: bool
 
 
-class _Meta(TypedDict, total=False):
-    name: str
-    namespace: str
-    uid: str
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    creationTimestamp: str
-    deletionTimestamp: str
-    resourceVersion: str
-    generation: int
+class _Meta(ObjectMeta, total=False):
     ownerReferences: list[_OwnerReference]
 
 
