@@ -149,9 +149,14 @@ async def test_restart_mid_gang_finishes_it_from_the_api_server(
         assert sorted(binds) == [f"{workload.ns}/train-2", f"{workload.ns}/train-3"], binds
         assert {lines[0][2] for lines in binds.values()} <= {n0, n1}
         assert replica.metric("gangsched_binding_errors_total") == 0
-        group = await kube.get(f"/apis/{SIGS}/namespaces/{workload.ns}/podgroups/train")
-        status = group.get("status") or {}
-        assert status.get("scheduled") == 4, status
+
+        async def counted() -> dict[str, object] | None:
+            # The status writer runs after the binds, on its own queue: wait for it.
+            group = await kube.get(f"/apis/{SIGS}/namespaces/{workload.ns}/podgroups/train")
+            status: dict[str, object] = group.get("status") or {}
+            return status if status.get("scheduled") == 4 else None
+
+        await eventually(counted, timeout=30, what="PodGroup status.scheduled == 4")
         print(f"\nrestart mid-gang: 2 bound before, {sorted(binds)} bound after restart on {nodes}")
         assert await replica.stop() == 0
         no_tracebacks(replica)
