@@ -50,7 +50,7 @@ from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import KEP, MINCOST, build_preemptor
 from gangsched.core.preemption.cost import NO_VICTIMS, Cost
 from gangsched.core.preemption.pdb import BudgetIndex
-from gangsched.core.preemption.victims import victim_priority
+from gangsched.core.preemption.victims import stranded_by, victim_priority
 from gangsched.core.scheduler import PreemptionOutcome, Scheduler
 from gangsched.core.status import Code
 
@@ -288,6 +288,7 @@ def cost_of(outcome: PreemptionOutcome, state: ClusterState, pending: int) -> Co
         unplaced=pending - placed,
         pdb_violations=BudgetIndex(state.budgets.values()).violations(pods),
         max_priority=max((victim_priority(p, state) for p in pods), default=NO_VICTIMS),
+        disrupted=len(pods) + stranded_by(pods, state),
         pods=len(pods),
         groups=len({p.group for p in pods if p.group is not None}),
         nodes=len({p.node_name for p in pods}),

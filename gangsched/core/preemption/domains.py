@@ -98,7 +98,7 @@ def preempt_across_domains(
         gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key, bounds=bounds
     )
     tried: list[DomainCandidate] = []
-    cheapest: tuple[int, int] | None = None  # (highest victim priority, pods) so far
+    cheapest: tuple[int, int] | None = None  # (highest victim priority, disrupted) so far
     for domain in ordered[: max(config.max_domains, 2)]:
         bound = bounds[domain.name]
         if bound is None:
@@ -134,7 +134,7 @@ def preempt_across_domains(
             found = search(problem)
             if len(table.units) <= config.exact_units and (
                 isinstance(found, CannotHelp)
-                or (found.cost.max_priority, found.cost.pods) > bound
+                or (found.cost.max_priority, found.cost.disrupted) > bound
                 or found.cost.pdb_violations
             ):
                 exact = exact_search(problem, domain, config)
@@ -150,7 +150,9 @@ def preempt_across_domains(
             and not found.cost.unplaced
             and not (found.cost.pdb_violations)
         ):
-            mine = (found.cost.max_priority, found.cost.pods)
+            # Against the bound on evicted pods: a domain whose bound beats this set's
+            # disrupted count (evicted plus stranded, never below evicted) may still win.
+            mine = (found.cost.max_priority, found.cost.disrupted)
             cheapest = mine if cheapest is None else min(cheapest, mine)
     feasible = [t for t in tried if isinstance(t.found, Candidate)]
     if not feasible:

@@ -17,6 +17,8 @@ Candidates, each verified by the real cycle before it is costed:
 * `greedy`: place members one by one (largest first), each on the node whose cheapest
   sufficient victim prefix is cheapest, computed for all nodes at once with NumPy segment
   scans (capacity-only case);
+* `workloads` (`whole_gangs.py`): victims taken as workloads, spare and stranded members
+  first, then whole gangs, smallest first, so a preemption breaks as few gangs as it can;
 * for a lone pod, the per-node search with the dearest victims reprieved first, every node
   compared by the cost order instead of upstream's.
 """
@@ -35,6 +37,7 @@ from gangsched.core.preemption.kep import is_lone_pod, kep_search
 from gangsched.core.preemption.lone_pod import NodeOption, node_options
 from gangsched.core.preemption.prefix import NodeBest, cheapest_rows, prefix_per_node, unit_rows
 from gangsched.core.preemption.victims import VictimUnit, costliest_key
+from gangsched.core.preemption.whole_gangs import whole_gangs
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 
@@ -45,7 +48,7 @@ def mincost_search(problem: Problem) -> Candidate | CannotHelp:
         return baseline  # every other candidate removes a subset of the same victims
     candidates: list[Candidate] = [baseline]
     generators: list[Callable[[Problem], Candidate | None]] = (
-        [lone_pod_cheapest, staged] if is_lone_pod(problem) else [staged, greedy]
+        [lone_pod_cheapest, staged] if is_lone_pod(problem) else [staged, greedy, whole_gangs]
     )
     for generate in generators:
         found = generate(problem)

@@ -23,6 +23,24 @@ from gangsched.core.snapshot import Snapshot
 _FINISHED = ("Succeeded", "Failed")
 
 
+@dataclass(frozen=True, slots=True)
+class Quorum:
+    """A Single-mode PodGroup's quorum as preemption sees it: evicting pods one by one is
+    allowed, but once fewer than `min_member` stay bound the rest run without making progress
+    (a gang is a workload: upstream's and Koordinator's preemption reason in workloads)."""
+
+    ref: GroupRef
+    min_member: int
+    #: Members bound now (not terminating, not finished), on any node.
+    bound: int
+
+    def stranded(self, evicted: int) -> int:
+        """Members left running without a quorum when `evicted` of them go; 0 when the group
+        keeps its quorum or had already lost it (its remnants were stranded before)."""
+        left = self.bound - evicted
+        return max(left, 0) if self.bound >= self.min_member > left else 0
+
+
 @dataclass(slots=True, eq=False)
 class VictimUnit:
     """One thing preemption may evict: a single pod, or an All-mode group as a whole."""
@@ -45,6 +63,8 @@ class VictimUnit:
     groups: tuple[GroupRef, ...]
     #: Node indices the unit occupies (distinct).
     nodes: tuple[int, ...]
+    #: For a pod of a Single-mode PodGroup: the group's quorum (see `Quorum`).
+    quorum: Quorum | None = None
 
     @property
     def is_group(self) -> bool:
@@ -137,8 +157,9 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
     own_ids = {id(pod) for part in gang.parts for pod in (*part.pending, *part.bound)}
     groups = cluster.groups
     composites = cluster.composites
-    #: id(GroupRef) -> (ref is the gang's own, the PodGroup or None, the All-mode unit or None)
-    seen_refs: dict[int, tuple[bool, PodGroup | None, GroupRef | None]] = {}
+    #: id(GroupRef) -> (ref is the gang's own, the PodGroup or None, the All-mode unit or None,
+    #: the Single-mode group's quorum or None)
+    seen_refs: dict[int, tuple[bool, PodGroup | None, GroupRef | None, Quorum | None]] = {}
     all_mode_kind = DisruptionMode.ALL
     singles: list[VictimUnit] = []
     owners: list[VictimUnit] = []
@@ -155,6 +176,7 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
             if pod.terminating or pod.phase in _FINISHED or id(pod) in own_ids:
                 continue
             groups_of: tuple[GroupRef, ...] = ()
+            quorum = None
             if ref is not None:
                 cached = seen_refs.get(id(ref))
                 if cached is None:
@@ -165,9 +187,14 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
                         unit_ref = highest_all_ancestor(ref, groups, composites)
                     elif found is not None and found.disruption_mode is all_mode_kind:
                         unit_ref = ref
-                    cached = (ref in own_refs, found, unit_ref)
+                    quorum = (
+                        _quorum(found, cluster)
+                        if found is not None and unit_ref is None and ref not in own_refs
+                        else None
+                    )
+                    cached = (ref in own_refs, found, unit_ref, quorum)
                     seen_refs[id(ref)] = cached
-                own, group, unit_ref = cached
+                own, group, unit_ref, quorum = cached
                 if own:
                     continue
                 if group is not None:
@@ -180,7 +207,7 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
             if prio >= priority:
                 continue
             unit = VictimUnit(
-                -1, key, (pod,), ((pod, i),), prio, None, pod.created, groups_of, node_tuple
+                -1, key, (pod,), ((pod, i),), prio, None, pod.created, groups_of, node_tuple, quorum
             )
             singles.append(unit)
             owners.append(unit)
@@ -235,6 +262,35 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
     for index, unit in enumerate(units):
         unit.index = index
     return VictimTable(units, owners, pod_nodes, requests)
+
+
+def _quorum(group: PodGroup, cluster: ClusterState) -> Quorum | None:
+    """The quorum of a Single-mode group, None when losing members cannot strand any."""
+    if group.min_member <= 1:
+        return None
+    bound = sum(
+        1
+        for pod in cluster.group_members(group.ref)
+        if pod.node_name is not None and not pod.terminating and not pod.is_finished
+    )
+    return Quorum(group.ref, group.min_member, bound)
+
+
+def stranded_by(pods: Iterable[Pod], cluster: ClusterState) -> int:
+    """Members of Single-mode groups left running below their quorum once `pods` go (the
+    same count as `cost.stranded_members`, from evicted pods rather than victim units)."""
+    evicted: dict[GroupRef, int] = {}
+    for pod in pods:
+        if pod.group is not None:
+            evicted[pod.group] = evicted.get(pod.group, 0) + 1
+    total = 0
+    for ref, count in evicted.items():
+        group = cluster.groups.get(ref)
+        if group is None or group.disruption_mode is DisruptionMode.ALL:
+            continue
+        quorum = _quorum(group, cluster)
+        total += quorum.stranded(count) if quorum is not None else 0
+    return total
 
 
 # ---------------------------------------------------------------------------------- orders

@@ -19,9 +19,9 @@ from gangsched.core.labels import LabelSelector
 from gangsched.core.model import DisruptionMode, GroupRef, HostPort, Pod, PodAffinityTerm
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import KEP, MINCOST, Cost, build_preemptor
-from gangsched.core.preemption.cost import NO_VICTIMS
+from gangsched.core.preemption.cost import NO_VICTIMS, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
-from gangsched.core.preemption.victims import gang_priority, victim_priority
+from gangsched.core.preemption.victims import Quorum, VictimUnit, gang_priority, victim_priority
 from gangsched.core.scheduler import PreemptionOutcome
 from gangsched.core.status import Code
 from tests.builders import budget, cluster, group, lone, node, pod, ref
@@ -64,6 +64,8 @@ class Spec:
     allowed: int | None
     #: Gang members ask for a host port: exercises the filter-based (non-capacity) path.
     gang_port: bool = False
+    #: minMember of each victim group: a Single-mode group pushed below it strands the rest.
+    group_mins: tuple[int, int] = (1, 1)
 
 
 @st.composite
@@ -110,6 +112,7 @@ def specs(draw: st.DrawFn) -> Spec:
         as_group=len(gang) > 1 or draw(st.booleans()),
         allowed=draw(st.sampled_from([None, 0, 1])),
         gang_port=draw(st.integers(0, 3)) == 0,
+        group_mins=(draw(st.integers(1, 4)), draw(st.integers(1, 4))),
     )
 
 
@@ -138,7 +141,12 @@ def build(spec: Spec, *, without: frozenset[str] = frozenset()) -> tuple[Cluster
             running = dataclasses.replace(running, anti_affinity=REPEL)
         pods.append(running)
     groups = [
-        group(f"v{g}", 1, priority=spec.group_modes[g][1], mode=spec.group_modes[g][0])
+        group(
+            f"v{g}",
+            spec.group_mins[g],
+            priority=spec.group_modes[g][1],
+            mode=spec.group_modes[g][0],
+        )
         for g in sorted(used_groups)
     ]
     if spec.as_group:
@@ -174,12 +182,27 @@ def cost_of(outcome: PreemptionOutcome, state: ClusterState, key: GroupRef) -> C
         unplaced=len(gang.pending) - len(placed),
         pdb_violations=BudgetIndex(state.budgets.values()).violations(pods),
         max_priority=max((victim_priority(p, state) for p in pods), default=NO_VICTIMS),
+        disrupted=len(pods) + stranded(pods, state),
         pods=len(pods),
         groups=len({p.group for p in pods if p.group is not None}),
         nodes=len({p.node_name for p in pods}),
         oldest_start=-min((p.created for p in pods), default=0.0),
         total_start=-sum(p.created for p in pods),
     )
+
+
+def stranded(victims: list[Pod], state: ClusterState) -> int:
+    """Members of Single-mode groups the victims push below minMember, left running."""
+    out = 0
+    for key in {p.group for p in victims if p.group is not None}:
+        g = state.groups.get(key)
+        if g is None or g.disruption_mode is DisruptionMode.ALL:
+            continue
+        bound = [m for m in state.group_members(key) if m.node_name and not m.terminating]
+        left = len(bound) - sum(1 for p in victims if p.group == key)
+        if len(bound) >= g.min_member > left:
+            out += left
+    return out
 
 
 def lower_priority(spec: Spec) -> frozenset[str]:
@@ -285,3 +308,36 @@ def test_settling_never_overcommits_and_places_the_gang(spec: Spec, strategy: st
     )
     if can:
         assert bound >= min(part.group.min_member for part in gang.parts), done.reports
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 5), st.integers(0, 6)), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 20)), max_size=10),
+    st.integers(0, 20),
+)
+def test_adding_a_victim_never_makes_a_set_cheaper(
+    quorums: list[tuple[int, int]], chosen: list[tuple[int, int]], extra_prio: int
+) -> None:
+    """The exact search's best-first order relies on it: evicted plus stranded members never
+    drop when a victim joins (a remnant's eviction trades a stranded member for an evicted
+    one), and the evicted count grows."""
+    qs = [Quorum(ref(f"v{i}"), m, b) for i, (m, b) in enumerate(quorums)]
+
+    def unit(i: int, g: int, prio: int) -> VictimUnit:
+        member = pod(f"p{i}", 1, node_name="n0", priority=prio)
+        q = qs[g % len(qs)]
+        return VictimUnit(
+            i, member.key, (member,), ((member, 0),), prio, None, 0.0, (q.ref,), (0,), q
+        )
+
+    units = [unit(i, g, p) for i, (g, p) in enumerate(chosen)]
+    budgets = BudgetIndex([])
+    before = victim_cost(units, 0, budgets)
+    after = victim_cost([*units, unit(len(units), extra_prio % 3, extra_prio)], 0, budgets)
+    assert (before.max_priority, before.disrupted, before.pods) < (
+        after.max_priority,
+        after.disrupted,
+        after.pods,
+    )
+    assert before.disrupted <= after.disrupted and before.pods < after.pods

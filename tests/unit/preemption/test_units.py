@@ -12,7 +12,7 @@ from gangsched.core.model import DisruptionMode, HostPort, PodAffinityTerm
 from gangsched.core.preemption import KEP, MINCOST, collect_victims, terminating_victims
 from gangsched.core.preemption.cost import NO_VICTIMS, Cost, kept_nominations, ranking, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
-from gangsched.core.preemption.victims import gang_priority
+from gangsched.core.preemption.victims import Quorum, gang_priority
 from tests.builders import budget, cluster, group, lone, node, pod, ref
 
 from .drive import gang_of, nominations, overcommitted, preempt, settle, victims
@@ -114,6 +114,7 @@ def test_cost_order_is_lexicographic() -> None:
             unplaced=0,
             pdb_violations=0,
             max_priority=0,
+            disrupted=0,
             pods=0,
             groups=0,
             nodes=0,
@@ -125,6 +126,8 @@ def test_cost_order_is_lexicographic() -> None:
     assert cost(unplaced=0, pdb_violations=5) < cost(unplaced=1)
     assert cost(pdb_violations=0, max_priority=100) < cost(pdb_violations=1, max_priority=0)
     assert cost(max_priority=1, pods=10) < cost(max_priority=2, pods=1)
+    assert cost(max_priority=1, disrupted=10) < cost(max_priority=2, disrupted=1)
+    assert cost(disrupted=5, pods=5) < cost(disrupted=6, pods=1)  # a broken gang strands
     assert cost(pods=1, groups=1) < cost(pods=2, groups=0)
     assert cost(groups=0, nodes=2) < cost(groups=1, nodes=1)
     assert cost(nodes=1, oldest_start=0) < cost(nodes=2, oldest_start=-100)
@@ -132,8 +135,8 @@ def test_cost_order_is_lexicographic() -> None:
 
 
 def test_ranking_keeps_nominations_before_the_victims_age() -> None:
-    younger = Cost(0, 0, 10, 1, 0, 1, oldest_start=-200.0, total_start=-200.0)
-    older = Cost(0, 0, 10, 1, 0, 1, oldest_start=-100.0, total_start=-100.0)
+    younger = Cost(0, 0, 10, 1, 1, 0, 1, oldest_start=-200.0, total_start=-200.0)
+    older = Cost(0, 0, 10, 1, 1, 0, 1, oldest_start=-100.0, total_start=-100.0)
     assert younger < older
     assert ranking(older, 1) < ranking(younger, 0)
     assert ranking(younger, 0) < ranking(dataclasses.replace(older, pods=2), 1)
@@ -268,3 +271,39 @@ def test_stale_nomination_of_an_unplaced_member_is_cleared(strategy: str) -> Non
     assert victims(outcome) == ["low"]
     noms = nominations(outcome)
     assert list(noms.values()).count(None) == 1 and "a" in noms.values()
+
+
+# -------------------------------------------------------------------------------- quorum
+def test_quorum_strands_members_only_when_the_group_drops_below_it() -> None:
+    q = Quorum(ref("v"), min_member=4, bound=6)
+    assert [q.stranded(k) for k in range(7)] == [0, 0, 0, 3, 2, 1, 0]
+    # Already below its quorum: evicting its remnants strands nobody new.
+    assert Quorum(ref("v"), min_member=4, bound=3).stranded(1) == 0
+
+
+@BOTH
+def test_a_whole_small_gang_goes_before_one_that_would_be_broken(strategy: str) -> None:
+    """Two free slots are needed. Two pods of `big` (minMember 6) are the youngest, but
+    taking them leaves its other four running without a quorum: 6 pods disrupted against
+    `small`'s 2. mincost takes `small`; kep (upstream) reprieves by importance only."""
+    state = cluster(
+        [node("n0", 4), node("n1", 4)],
+        [
+            *(
+                pod(f"big-{i}", 1, node_name=f"n{i // 4}", group="big", created=50)
+                for i in range(6)
+            ),
+            pod("small-0", 1, node_name="n1", group="small", created=1),
+            pod("small-1", 1, node_name="n1", group="small", created=1),
+            pod("g-1", 1, priority=100, group="g", created=100),
+            pod("g-2", 1, priority=100, group="g", created=101),
+        ],
+        [group("big", 6, priority=10), group("small", 2, priority=10), group("g", 2, priority=100)],
+    )
+    outcome, _ = preempt(state, ref("g"), strategy)
+    if strategy == MINCOST:
+        assert victims(outcome) == ["small-0", "small-1"]
+    units = {u.key: u for u in collect_victims(gang_of(state, ref("g")), state, 100)}
+    assert units["default/big-0"].quorum == Quorum(ref("big"), 6, 6)
+    cost = victim_cost([units["default/big-4"], units["default/big-5"]], 0, BudgetIndex([]))
+    assert (cost.disrupted, cost.pods) == (6, 2)

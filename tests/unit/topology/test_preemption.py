@@ -109,3 +109,47 @@ def test_nominated_domain_stays_reserved_for_the_next_cycle() -> None:
     rack = {n[0] for n in out.bound.values()}
     assert len(rack) == 1
     assert len(out.evicted) == 2 and {e[0] for e in out.evicted} == rack
+
+
+def test_rack_of_whole_small_gangs_beats_breaking_a_big_gang() -> None:
+    """Rack a: two whole 2-pod gangs; rack b: half of an 8-pod gang whose other half runs in
+    rack c. Either frees 4 slots with 4 evictions, and b's set disrupts one PodGroup against
+    a's two; but evicting from b leaves the big gang's other 4 members running below their
+    minMember: 8 pods disrupted against 4."""
+    nodes = racks({"a": 2, "b": 2, "c": 2})
+    groups = [
+        group("s1", 2, priority=10),
+        group("s2", 2, priority=10),
+        group("big", 8, priority=10),
+    ]
+    running = [
+        low("s1-0", "a-0", group="s1"),
+        low("s1-1", "a-0", group="s1"),
+        low("s2-0", "a-1", group="s2"),
+        low("s2-1", "a-1", group="s2"),
+        *(
+            low(f"big-{i}", f"{'b' if i < 4 else 'c'}-{i % 2}", group="big", created=50.0)
+            for i in range(8)
+        ),
+    ]
+    members = preemptor_gang("g", 4, 1)
+    state = cluster(nodes, [*running, *members], [*groups, constrained("g", 4)])
+    outcome, _ = preempt(state, members[0].group)  # type: ignore[arg-type]
+    assert victims(outcome) == ["s1-0", "s1-1", "s2-0", "s2-1"]
+
+
+def test_remnants_of_a_broken_gang_go_before_breaking_another() -> None:
+    """Rack a holds two members of a 4-pod gang that already lost two (below its quorum),
+    rack b two members of an intact 2-pod gang: the remnants are the cheaper victims."""
+    nodes = racks({"a": 1, "b": 1})
+    groups = [group("broken", 4, priority=10), group("whole", 2, priority=10)]
+    running = [
+        low("broken-0", "a-0", group="broken", created=1.0),
+        low("broken-1", "a-0", group="broken", created=1.0),
+        low("whole-0", "b-0", group="whole", created=60.0),
+        low("whole-1", "b-0", group="whole", created=60.0),
+    ]
+    members = preemptor_gang("g", 1, 1)
+    state = cluster(nodes, [*running, *members], [*groups, constrained("g", 1)])
+    outcome, _ = preempt(state, members[0].group)  # type: ignore[arg-type]
+    assert len(victims(outcome)) == 1 and victims(outcome)[0].startswith("broken-")

@@ -1,0 +1,118 @@
+"""mincost candidate `workloads`: evict whole gangs, not a few pods of many.
+
+A victim set built pod by pod (kep's reprieve, `staged`, `greedy`) takes the cheapest pods
+wherever they are, so preempting for a 20-pod gang in a rack of Single-mode gangs easily
+takes one or two pods from each of ten gangs: every one of them drops below its minMember and
+its other members keep running without making progress (`Quorum`). Counted as the cost order
+counts it (pods disrupted includes those stranded members), that is the dearest choice.
+
+This candidate thinks in workloads. The potential victims are grouped into atoms, each taken
+or left as one:
+
+* a pod that strands nobody when it goes: a lone pod, a pod of a gang already below its
+  quorum (its remnants), or one of a gang's spare members above minMember;
+* the rest of a Single-mode gang's members in reach (taking them breaks the gang: it costs
+  the gang's minMember, whatever is left outside the domain included);
+* an All-mode group (already one unit).
+
+Atoms are taken cheapest first (no PDB violation before any, lower priority first, then the
+pods the atom disrupts, then youngest), the shortest prefix with which the cycle places as
+many members as with every victim gone is found by binary search, and the victims are then
+offered back last-taken first around that placement. The result is verified by the real
+cycle like every candidate, and mincost keeps it only where the cost order says it is cheaper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gangsched.core.model import GroupRef, Pod
+from gangsched.core.preemption.engine import Candidate, Problem
+from gangsched.core.preemption.victims import VictimUnit
+from gangsched.core.status import Code
+
+
+@dataclass(slots=True)
+class Atom:
+    units: list[VictimUnit]
+    #: Pods the atom disrupts: evicted plus the members it leaves without a quorum.
+    disrupted: int
+
+    def order(self, violating: frozenset[int]) -> tuple[object, ...]:
+        return (
+            any(unit.index in violating for unit in self.units),
+            max(unit.priority for unit in self.units),
+            self.disrupted,
+            -max(unit.created for unit in self.units),
+            self.units[0].key,
+        )
+
+
+def atoms(units: list[VictimUnit]) -> list[Atom]:
+    """The potential victims grouped into what is taken or left together (module doc)."""
+    out: list[Atom] = []
+    gangs: dict[GroupRef, list[VictimUnit]] = {}
+    for unit in units:
+        if unit.quorum is None:
+            out.append(Atom([unit], unit.size))
+        else:
+            gangs.setdefault(unit.quorum.ref, []).append(unit)
+    for members in gangs.values():
+        quorum = members[0].quorum
+        assert quorum is not None
+        # Youngest spare members go first (upstream: work that ran longest is lost last).
+        members.sort(key=lambda u: (-u.created, u.key))
+        spare = (
+            max(quorum.bound - quorum.min_member, 0)
+            if quorum.bound >= quorum.min_member
+            else len(members)
+        )
+        out.extend(Atom([unit], unit.size) for unit in members[:spare])
+        rest = members[spare:]
+        if rest:
+            evicted = sum(unit.size for unit in members)
+            out.append(Atom(rest, sum(u.size for u in rest) + quorum.stranded(evicted)))
+    return out
+
+
+def whole_gangs(problem: Problem) -> Candidate | None:
+    """The candidate of the module doc; None when no prefix of atoms places the gang."""
+    if not any(unit.quorum is not None for unit in problem.units):
+        return None  # no gang to keep whole: the pod-level candidates already cover it
+    violating = problem.violating
+    ordered = sorted(atoms(problem.units), key=lambda atom: atom.order(violating))
+    prefixes: list[list[VictimUnit]] = []
+    taken: list[VictimUnit] = []
+    for atom in ordered:
+        taken = [*taken, *atom.units]
+        prefixes.append(taken)
+    position = {unit.index: i for i, unit in enumerate(taken)}
+    found: dict[int, list[VictimUnit]] = {}
+
+    def attempt(k: int) -> bool:
+        mark = problem.mark()
+        try:
+            problem.remove(prefixes[k])
+            if not problem.may_fit():
+                return False
+            result = problem.place(probe=True)
+            if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
+                return False
+            placement: list[tuple[Pod, int]] = list(result.placements)
+            found[k] = problem.reprieve(
+                prefixes[k], placement, lambda unit: (-position[unit.index],)
+            )
+            return True
+        finally:
+            problem.rollback(mark)
+
+    lo, hi = 0, len(prefixes) - 1
+    if not prefixes or not attempt(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if attempt(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return problem.verify(found[hi], "mincost/workloads", problem.potential_pods)
