@@ -79,7 +79,10 @@ async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:
 
     async def ready(_: web.Request) -> web.Response:
         problem = operator.not_ready()
-        return web.Response(status=503 if problem else 200, text=problem or "ok")
+        if problem:
+            return web.Response(status=503, text=problem)
+        without = operator.without()
+        return web.Response(text=f"ok; scheduling without {without}" if without else "ok")
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)

@@ -77,6 +77,13 @@ class Informer:
     #: Set on listed items, which the API server returns without apiVersion/kind.
     api_version: str = ""
     kind: str = ""
+    #: An optional resource (a DRA kind, a PodGroup dialect, ...) whose first list is
+    #: forbidden (403: the RBAC in use lacks it) counts as synced and empty, so the rest of the
+    #: scheduler is not held for ever; pods that need it wait, none is bound without it. The
+    #: list is retried, and fills the cache once the RBAC allows it.
+    optional: bool = False
+    #: Why an optional resource is missing ("" while it is listed normally; for /readyz).
+    forbidden: str = ""
 
     async def run(self) -> None:
         backoff = self.initial_backoff
@@ -99,12 +106,29 @@ class Informer:
                 log.warning("list/watch failed", resource=self.name, error=str(exc))
                 self._failed(str(exc.status), str(exc))
                 need_list = True
+                if exc.forbidden and self.optional and not self.synced.is_set():
+                    self._go_without(exc)
             except Exception as exc:  # connection reset, timeouts, bad JSON
                 log.warning("list/watch interrupted", resource=self.name, error=repr(exc))
                 self._failed("connection", repr(exc))
                 need_list = need_list or not self.resource_version
             await asyncio.sleep(backoff * (0.5 + random.random()))
             backoff = min(self.max_backoff, backoff * 2)
+
+    def _go_without(self, exc: KubeError) -> None:
+        """The first list of an optional resource was refused: schedule without it."""
+        self.forbidden = f"{exc.status} {exc.reason}"
+        log.error(
+            "cannot list an optional resource; scheduling goes on without it (pods that need "
+            "it wait) until the RBAC allows list and watch on it",
+            resource=self.name,
+            error=str(exc),
+        )
+        if isinstance(self.handler, PagedHandler):
+            self.handler.relist().done()
+        else:
+            self.handler.replace([])
+        self.synced.set()
 
     def _failed(self, code: str, error: str) -> None:
         self.last_error = error
@@ -143,7 +167,12 @@ class Informer:
             (relist or paged.relist()).done()
         else:
             self.handler.replace(joined)
+        if self.forbidden:
+            log.info(
+                "optional resource listed; no longer scheduling without it", resource=self.name
+            )
         self.last_error = ""
+        self.forbidden = ""
         self.relists += 1
         if self.on_relist is not None and self.relists > 1:
             self.on_relist(self.name)

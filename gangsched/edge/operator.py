@@ -190,6 +190,10 @@ class Operator:
         """Why /readyz fails: "" once every informer has synced, else what is missing."""
         return self.watches.not_ready()
 
+    def without(self) -> str:
+        """The optional resources we schedule without (their list is forbidden), or ""."""
+        return self.watches.without()
+
     @property
     def synced(self) -> asyncio.Event:
         return self.watches.synced

@@ -5,7 +5,10 @@ the four resource.k8s.io kinds where the API server serves resource.k8s.io/v1 (D
 PodGroup informer per dialect the API server serves, at the first version that serves
 PodGroups. CRDs may be installed after we start, so discovery runs again every
 `discovery_seconds`; until it first succeeds scheduling waits (gangs would otherwise look
-like groups without PodGroups), and /readyz says why.
+like groups without PodGroups), and /readyz says why. A kind that is optional here (DRA,
+PodGroup dialects, CompositePodGroups, ClusterNetworkTopologies) whose list the RBAC in use
+forbids does not hold scheduling for ever: it counts as empty (pods that need it wait) and
+/readyz names it until a retried list succeeds.
 """
 
 from __future__ import annotations
@@ -106,8 +109,23 @@ class Watches:
         await asyncio.gather(*(i.synced.wait() for i in list(self.informers.values())))
         self.synced.set()
 
+    def without(self) -> str:
+        """The optional resources scheduling goes on without (their list is forbidden)."""
+        return "; ".join(
+            f"{name}: {informer.forbidden}"
+            for name, informer in self.informers.items()
+            if informer.forbidden
+        )
+
     def _add(
-        self, name: str, path: str, handler: object, *, api_version: str = "", kind: str = ""
+        self,
+        name: str,
+        path: str,
+        handler: object,
+        *,
+        api_version: str = "",
+        kind: str = "",
+        optional: bool = False,
     ) -> None:
         informer = Informer(
             self.kube,
@@ -116,6 +134,7 @@ class Watches:
             name=name,
             api_version=api_version,
             kind=kind,
+            optional=optional,
             on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
             on_error=lambda resource, code: self.metrics.api_errors.labels(
                 f"list/watch {resource}", code
@@ -136,7 +155,7 @@ class Watches:
             return
         self.cache.cluster.dra = self.dra_cache.state
         for name, path, handler in DRA_INFORMERS:
-            self._add(name, path, handler(self.dra_cache))
+            self._add(name, path, handler(self.dra_cache), optional=True)
 
     async def _discover_pod_groups(self) -> bool:
         """Start a PodGroup informer for every dialect the API server serves (CRDs may be
@@ -167,6 +186,7 @@ class Watches:
                 self.cache.pod_groups(POD_GROUP_GROUPS[name]),
                 api_version=version,
                 kind="PodGroup",
+            optional=True,
             )
             self.on_pod_groups(POD_GROUP_GROUPS[name], version)
         await self._discover_composites(groups)
@@ -196,6 +216,7 @@ class Watches:
             self.cache.network.handler(),
             api_version=NETWORK_TOPOLOGY_API,
             kind="ClusterNetworkTopology",
+            optional=True,
         )
 
     async def _discover_composites(self, groups: dict[str, object]) -> None:
@@ -219,6 +240,7 @@ class Watches:
             self.composite_cache.handler(),
             api_version=COMPOSITE_API_VERSION,
             kind="CompositePodGroup",
+            optional=True,
         )
         self.on_pod_groups(Dialect.COMPOSITE, COMPOSITE_API_VERSION)
 

@@ -1,7 +1,8 @@
 """RBAC: the shipped ClusterRole/Role with one rule (or verb) removed. gangsched must say which
 permission is missing -- an error log line naming the verb and resource, the failing operation
 in gangsched_api_errors_total, and where the failure is about an object, an event on it --
-instead of failing silently.
+instead of failing silently. Without the list of a kind it can do without (PodGroups,
+CompositePodGroups, ResourceClaims) it schedules the rest and /readyz names what it lacks.
 
 Each case runs gangsched as its own ServiceAccount bound to a trimmed copy of the shipped
 roles (the shipped ones stay intact for the other tests), with the ConfigMap's config and
@@ -85,6 +86,12 @@ CASES = [
 ]
 
 
+#: Kinds gangsched can schedule without: a forbidden list counts as empty (pods that need the
+#: kind wait, nothing is bound without it) and /readyz names it; the rest is scheduled. A
+#: forbidden list of any other kind holds scheduling (/readyz 503), as kube-scheduler's
+#: informers do.
+OPTIONAL = {"podgroups", "compositepodgroups", "resourceclaims"}
+
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 
 
@@ -158,6 +165,7 @@ async def test_a_missing_permission_is_reported_clearly(
             [
                 Gang("fits", 2, 2, "500m", "rbac-normal", 1000),
                 Gang("huge", 1, 1, "64", "rbac-normal", 1000, lone=True),
+                Gang("solo", 1, 1, "500m", "rbac-normal", 1000, lone=True),
             ]
         )
         await eventually(
@@ -180,7 +188,9 @@ async def test_a_missing_permission_is_reported_clearly(
                 "gangsched_api_errors_total", operation=case.operation, code="403"
             )
             assert detail["metric"] > 0
-        if case.id == "podgroups":
+        if case.id in OPTIONAL:
+            detail["readyz"] = await _scheduled_without(replica, env, case)
+        elif case.verb == "list":
             status, body = replica.http("/readyz")
             assert status == 503 and case.logged_resource in body and "403" in body, body
             detail["readyz"] = body[:120]
@@ -196,6 +206,31 @@ async def test_a_missing_permission_is_reported_clearly(
         for obj in reversed(trimmed_roles(case, name)):
             path = await kube.object_path(obj)
             await kube.delete(path)
+
+
+async def _scheduled_without(replica: Replica, workload: Workload, case: Case) -> str:
+    """An optional kind's list is forbidden: /readyz is 200 and names it, the lone pod that
+    needs nothing of it is bound, and (PodGroups unseen) the gang's members are not."""
+
+    def ready_without() -> str | None:
+        status, body = replica.http("/readyz")
+        return body if status == 200 and case.logged_resource in body else None
+
+    body: str = await eventually(
+        ready_without, timeout=90, what=f"/readyz 200 naming {case.logged_resource}"
+    )
+    assert "scheduling without" in body and "403" in body, body
+
+    async def solo_bound() -> bool:
+        pods = await workload.pods()
+        return bool(pods["solo"]["spec"].get("nodeName"))
+
+    await eventually(solo_bound, timeout=90, what="the lone pod bound without the kind")
+    if case.id == "podgroups":
+        pods = await workload.pods()
+        bound = [n for n in ("fits-0", "fits-1") if pods[n]["spec"].get("nodeName")]
+        assert not bound, f"members of a gang whose PodGroup cannot be read were bound: {bound}"
+    return body[:120]
 
 
 async def _event_note(kube: Kube, workload: Workload, name: str, reason: str) -> str | None:
