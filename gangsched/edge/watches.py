@@ -186,7 +186,7 @@ class Watches:
                 self.cache.pod_groups(POD_GROUP_GROUPS[name]),
                 api_version=version,
                 kind="PodGroup",
-            optional=True,
+                optional=True,
             )
             self.on_pod_groups(POD_GROUP_GROUPS[name], version)
         await self._discover_composites(groups)
