@@ -261,7 +261,22 @@ options:
 EOF
   for s in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete; do
     echo "---"
-    cat "$KWOK_STAGE_DIR/$s.yaml"
+    if [[ "$s" == pod-complete ]]; then
+      # kwok's "fast" pod-complete finishes a Job's pod the moment it runs. A pod annotated
+      # pod-complete.stage.kwok.x-k8s.io/delay (a Go duration, e.g. "1h"; the annotation of
+      # kwok's own "general" stage) runs that long first, so a test can keep a Job's pods
+      # holding their room (Kubeflow Trainer's TrainJobs in tests/e2e/test_clients_trainer.py).
+      # Without the annotation the delay is 0, as before.
+      awk '{ print } /^spec:$/ && !done {
+        print "  delay:"
+        print "    durationMilliseconds: 0"
+        print "    durationFrom:"
+        print "      expressionFrom: '"'"'.metadata.annotations[\"pod-complete.stage.kwok.x-k8s.io/delay\"]'"'"'"
+        done = 1
+      }' "$KWOK_STAGE_DIR/$s.yaml"
+    else
+      cat "$KWOK_STAGE_DIR/$s.yaml"
+    fi
   done
 } >"$KWOK_CONFIG"
 # KWOK_MANAGE=all (default): kwok manages every node, so nodes from plain manifests (e.g. the
