@@ -1,11 +1,10 @@
 """kube-scheduler's test/integration/scheduler/podgroup/topology_aware_scheduling/cpg_tas_test.go
-(TestCPGTopologyAwareScheduling), its first ten cases.
+(TestCPGTopologyAwareScheduling), every case.
 
 Topology per level of a CompositePodGroup tree (KEP-6012 with KEP-5732; issue 20): the root's
 `schedulingConstraints.topology` keeps every child in one domain, a child's own constraint
 picks a smaller domain inside it, and members already bound pin the domain. Nodes of 2 CPUs
-labelled `rack` and `zone`; pods of 1 CPU at priority 100, as upstream's helpers. The later
-cases of the file (a longer table) are not ported here.
+labelled `rack` and `zone`; pods of 1 CPU at priority 100, as upstream's helpers.
 """
 
 from __future__ import annotations
@@ -486,3 +485,110 @@ def test_basic_tree_stays_on_its_rack_instead_of_spilling() -> None:
     sc.assert_scheduled("p3", "p4")
     rack_1 = {"node1-z1-r1", "node2-z1-r1"}
     assert {sc.node_of(p) for p in ("p1", "p2", "p3", "p4")} <= rack_1
+
+
+def test_two_trees_in_turn_share_the_fuller_rack() -> None:
+    """cpg_tas_test.go: two CPG hierarchies schedule consecutively on the same rack although
+    another rack fits (rack-1 of two nodes is fuller by MostAllocated than rack-2 of three:
+    2/4 against 2/6 for the first tree, 4/4 against 2/6 for the second)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+        tas_node("node5-z1-r2", "rack-2", "zone-1"),
+    )
+    rack_1 = {"node1-z1-r1", "node2-z1-r1"}
+    sc.create(root("rack", name="cpg-root1"))
+    sc.create(child("pg1-1", 1, parent="cpg-root1"), child("pg1-2", 1, parent="cpg-root1"))
+    sc.create(member("p1", "pg1-1"), member("p2", "pg1-2"))
+    sc.settle()
+    sc.assert_scheduled("p1", "p2")
+    assert {sc.node_of(p) for p in ("p1", "p2")} <= rack_1
+    sc.create(root("rack", name="cpg-root2"))
+    sc.create(child("pg2-1", 1, parent="cpg-root2"), child("pg2-2", 1, parent="cpg-root2"))
+    sc.create(member("p3", "pg2-1"), member("p4", "pg2-2"))
+    sc.settle()
+    sc.assert_scheduled("p3", "p4")
+    assert {sc.node_of(p) for p in ("p3", "p4")} <= rack_1
+
+
+def test_two_trees_in_turn_each_on_its_own_rack() -> None:
+    """cpg_tas_test.go: two CPG hierarchies schedule consecutively, each on a separate rack."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+    )
+    first = ["p1-1", "p1-2", "p1-3", "p1-4"]
+    sc.create(root("rack", name="cpg-root1"))
+    sc.create(child("pg1-1", 2, parent="cpg-root1"), child("pg1-2", 2, parent="cpg-root1"))
+    sc.create([member(name, "pg1-1" if name in first[:2] else "pg1-2") for name in first])
+    sc.settle()
+    sc.assert_scheduled(*first)
+    assert len(labels_of(sc, first, "rack")) == 1
+    second = ["p2-1", "p2-2", "p2-3", "p2-4"]
+    sc.create(root("rack", name="cpg-root2"))
+    sc.create(child("pg2-1", 2, parent="cpg-root2"), child("pg2-2", 2, parent="cpg-root2"))
+    sc.create([member(name, "pg2-1" if name in second[:2] else "pg2-2") for name in second])
+    sc.settle()
+    sc.assert_scheduled(*second)
+    assert len(labels_of(sc, second, "rack")) == 1
+    assert labels_of(sc, first, "rack") != labels_of(sc, second, "rack")
+
+
+def test_two_trees_in_turn_the_second_waits_without_a_free_rack() -> None:
+    """cpg_tas_test.go: two CPG hierarchies schedule consecutively, second remains pending when
+    no additional rack is available."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+    )
+    first = ["p1-1", "p1-2", "p1-3", "p1-4"]
+    sc.create(root("rack", name="cpg-root1"))
+    sc.create(child("pg1-1", 2, parent="cpg-root1"), child("pg1-2", 2, parent="cpg-root1"))
+    sc.create([member(name, "pg1-1" if name in first[:2] else "pg1-2") for name in first])
+    sc.settle()
+    sc.assert_scheduled(*first)
+    second = ["p2-1", "p2-2", "p2-3", "p2-4"]
+    sc.create(root("rack", name="cpg-root2"))
+    sc.create(child("pg2-1", 2, parent="cpg-root2"), child("pg2-2", 2, parent="cpg-root2"))
+    sc.create([member(name, "pg2-1" if name in second[:2] else "pg2-2") for name in second])
+    sc.settle()
+    sc.assert_unschedulable(*second)
+    sc.assert_scheduled(*first)
+
+
+def test_mixed_sub_tree_and_direct_children_with_their_own_constraints() -> None:
+    """cpg_tas_test.go: CPG hierarchy with mixed sub-CPG and direct child PGs and different
+    topology constraints (root=zone with minGroupCount 3; cpg-sub1=rack over two unconstrained
+    leaves; pg3=rack and pg4 unconstrained directly under the root)."""
+    sc = Scenario()
+    sc.create(
+        tas_node("node1-z1-r1", "rack-1", "zone-1"),
+        tas_node("node2-z1-r1", "rack-1", "zone-1"),
+        tas_node("node3-z1-r2", "rack-2", "zone-1"),
+        tas_node("node4-z1-r2", "rack-2", "zone-1"),
+        tas_node("node5-z2-r1", "rack-1", "zone-2"),
+        tas_node("node6-z2-r2", "rack-2", "zone-2"),
+    )
+    sc.create(
+        root("zone", 3),
+        sub("cpg-sub1", "cpg-root", "rack"),
+        child("pg1", 2, None, "cpg-sub1"),
+        child("pg2", 2, None, "cpg-sub1"),
+        child("pg3", 2, "rack"),
+        child("pg4", 2),
+    )
+    groups = {"p1": "pg1", "p2": "pg1", "p3": "pg2", "p4": "pg2"}
+    groups |= {"p5": "pg3", "p6": "pg3", "p7": "pg4", "p8": "pg4"}
+    sc.create([member(name, group) for name, group in groups.items()])
+    sc.settle()
+    sc.assert_scheduled(*groups)
+    assert len(labels_of(sc, list(groups), "zone")) == 1
+    assert len(labels_of(sc, ["p1", "p2", "p3", "p4"], "rack")) == 1
+    assert len(labels_of(sc, ["p5", "p6"], "rack")) == 1
