@@ -20,8 +20,13 @@ member still fits, and those that do not fit are the node's marginal set. Nodes 
 `lone_pod_nodes` nodes are examined exactly per member (upstream's candidate-node bound), best
 scored first, after nodes that need no new victim at all, which are found with array sums.
 
-Only the capacity-only regime (`Problem.fast`) is handled; elsewhere kep keeps the plain run.
-The final victims still come from the in-place reprieve and the real cycle's verification.
+Only the capacity-only regime (`Problem.fast`) of a flat gang is handled; elsewhere kep keeps
+the plain run. A CompositePodGroup tree is always placed by its own cycle: member by member, the
+placement here knows neither the tree's levels (minGroupCount, a failed parent failing its
+children) nor the domain each constrained level keeps its subtree in, and upstream's dry run
+for a tree is the hierarchy's cycle itself with every victim removed, its placement scoring
+included (k/k#140683), then the reprieve. The final victims still come from the in-place
+reprieve and the real cycle's verification.
 """
 
 from __future__ import annotations
@@ -44,9 +49,10 @@ FREE: tuple[int, int, int, int] = (0, -(2**62), 0, 0)
 def victim_aware_place(problem: Problem) -> CycleResult | None:
     """Place the gang member by member on the cheapest marginal victims (see module
     docstring), assuming each member in the snapshot as the cycle does. Precondition: every
-    potential victim is removed. None when the regime is not capacity-only or the members
-    placed do not satisfy the gang (the caller keeps the plain run then)."""
-    if not problem.fast or not problem.units:
+    potential victim is removed. None when the regime is not capacity-only, the gang is a
+    CompositePodGroup tree, or the members placed do not satisfy the gang (the caller keeps
+    the plain run then)."""
+    if not problem.fast or not problem.units or problem.gang.tree is not None:
         return None
     placer = _Placer(problem)
     return placer.run()
