@@ -1,8 +1,15 @@
 """Real clients (Kueue, LeaderWorkerSet, JobSet, Kubeflow Trainer) beside the e2e control plane.
 
 Each controller is built from its Go module by hack/build-clients.sh (a missing binary is
-built, never skipped: that takes minutes the first time) and runs as a local process with the
-cluster's admin kubeconfig. Their CRDs come from the module (`config/`), unchanged.
+built, never skipped: that takes minutes the first time) and runs as a local process. Their
+CRDs come from the module (`config/`), unchanged. `install_client` + `run_client` do the
+set-up every client shares (namespace, CRDs, RBAC, webhooks, certificates, configuration).
+
+RBAC: each controller authenticates as its own ServiceAccount with what the module's RBAC
+kustomization binds to that ServiceAccount (its manager ClusterRole, leader-election and
+secrets Roles, ...), renamed with the release's namePrefix and namespace as kustomize would;
+`ClientLayout.extra_rules` adds rules the module grants elsewhere (LWS's Helm chart grants
+Volcano PodGroups only when its volcano provider is on), each documented where it is set.
 
 Admission webhooks: the local cluster has no Service routing, so every webhook configuration
 and CRD conversion webhook the module ships is rewritten from its `service:` to
@@ -15,11 +22,12 @@ controller stops, or their `failurePolicy: Fail` would block later tests' pods.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import os
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +38,7 @@ import yaml
 from devtools.processes import free_ports, http_get, log_tail, terminate
 
 from .conftest import HACK, Cluster
+from .harness import token_kubeconfig
 
 JSON = dict[str, Any]
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
@@ -249,13 +258,13 @@ def start_controller(
     argv: list[str],
     workdir: Path,
     *,
-    cluster: Cluster,
+    kubeconfig: Path,
     ready_url: str,
     ports: dict[str, int],
 ) -> Controller:
-    """Start the controller with the cluster's admin kubeconfig and wait for its readyz."""
+    """Start the controller with `kubeconfig` (its ServiceAccount's) and wait for its readyz."""
     log = workdir / f"{name}.log"
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     process = subprocess.Popen(
         argv, stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=workdir, env=env
     )
@@ -281,3 +290,211 @@ def stop_controller(cluster: Cluster, controller: Controller) -> None:
 
 def ports(*names: str) -> dict[str, int]:
     return dict(zip(names, free_ports(len(names)), strict=True))
+
+
+# ------------------------------------------------------------------------------ RBAC
+RBAC_KINDS = ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "ServiceAccount")
+NAMESPACED = ("Role", "RoleBinding", "ServiceAccount")
+
+
+def upstream_rbac(
+    rbac_dir: Path, *, prefix: str, namespace: str, extra_rules: Sequence[JSON] = ()
+) -> tuple[list[JSON], str]:
+    """The module's ServiceAccount and what its RBAC kustomization binds to it (the user-facing
+    editor/viewer roles it also ships bind to nobody and are left out), renamed `prefix` +
+    name in `namespace`; plus a ClusterRole of `extra_rules`. Returns (objects, account)."""
+    kustomization = yaml.safe_load((rbac_dir / "kustomization.yaml").read_text())
+    docs = [
+        d
+        for d in load_documents(*(rbac_dir / str(f) for f in kustomization["resources"]))
+        if d.get("kind") in RBAC_KINDS
+    ]
+    accounts = [d for d in docs if d["kind"] == "ServiceAccount"]
+    if len(accounts) != 1:
+        raise AssertionError(f"{rbac_dir}: expected one ServiceAccount, found {len(accounts)}")
+    account = str(accounts[0]["metadata"]["name"])
+
+    def binds_account(binding: JSON) -> bool:
+        return any(
+            s.get("kind") == "ServiceAccount" and s.get("name") == account
+            for s in binding.get("subjects") or []
+        )
+
+    bindings = [d for d in docs if d["kind"].endswith("Binding") and binds_account(d)]
+    bound = {(b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings}
+    roles = [d for d in docs if (d["kind"], d["metadata"]["name"]) in bound]
+    if extra_rules:
+        roles.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": "extra-role"},
+                "rules": list(extra_rules),
+            }
+        )
+        bindings.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "extra-rolebinding"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "extra-role",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": account}],
+            }
+        )
+    out = []
+    for doc in (accounts[0], *roles, *bindings):
+        local = copy.deepcopy(doc)
+        meta: JSON = {"name": prefix + str(doc["metadata"]["name"])}
+        if doc["kind"] in NAMESPACED:
+            meta["namespace"] = namespace
+        local["metadata"] = meta
+        if "roleRef" in local:
+            local["roleRef"]["name"] = prefix + local["roleRef"]["name"]
+            local["subjects"] = [
+                {"kind": "ServiceAccount", "name": prefix + account, "namespace": namespace}
+            ]
+        out.append(local)
+    return out, prefix + account
+
+
+# ------------------------------------------------------------------------- one client
+@dataclass(frozen=True)
+class ClientLayout:
+    """Where a client's module keeps what the harness installs (paths inside the module)."""
+
+    name: str
+    namespace: str
+    #: The release's kustomize namePrefix (RBAC objects are renamed with it).
+    prefix: str
+    crds: str
+    webhooks: str
+    rbac: str
+    #: The kubebuilder CRD kustomization whose patches turn on conversion webhooks.
+    conversion: str = ""
+    #: kustomize JSON6902 patches of the webhook configurations: (file, kind).
+    webhook_patches: tuple[tuple[str, str], ...] = ()
+    #: Name of the one webhook configuration, where the controller looks it up by name.
+    webhook_name: str = ""
+    #: RBAC rules the module grants outside its RBAC kustomization (documented per client).
+    extra_rules: tuple[JSON, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientInstall:
+    """A client's objects installed on the cluster, ready for its controller to start."""
+
+    layout: ClientLayout
+    build: ClientBuild
+    workdir: Path
+    tls: WebhookTLS
+    listen: dict[str, int]
+    webhooks: list[JSON]
+    kubeconfig: Path
+
+    @property
+    def ready_url(self) -> str:
+        return f"http://127.0.0.1:{self.listen['health']}/readyz"
+
+    def controller_config(self, api_version: str, **fields: Any) -> Path:
+        """A controller-runtime Configuration file: no leader election or certificate
+        rotation, webhooks on 127.0.0.1 with our certificates, metrics off, health on
+        `listen["health"]`; `fields` add to it."""
+        config = {
+            "apiVersion": api_version,
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {
+                "port": self.listen["webhook"],
+                "host": "127.0.0.1",
+                "certDir": str(self.tls.cert_dir),
+            },
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{self.listen['health']}"},
+            **fields,
+        }
+        path = self.workdir / f"{self.layout.name}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+
+def install_client(
+    cluster: Cluster,
+    workdir: Path,
+    layout: ClientLayout,
+    *,
+    tls: WebhookTLS | None = None,
+    extra_crds: Sequence[JSON] = (),
+) -> ClientInstall:
+    """Build the client, install its namespace, CRDs (conversion webhooks pointed here) and
+    RBAC, and prepare its webhook configurations and its ServiceAccount's kubeconfig."""
+    build = build_client(layout.name)
+    tls = tls or webhook_tls(workdir / "certs")
+    listen = ports("webhook", "health")
+    converted = conversion_crds(build.src / layout.conversion) if layout.conversion else set()
+    crds = [
+        with_conversion_webhook(crd, port=listen["webhook"], tls=tls)
+        if crd["metadata"]["name"] in converted
+        else crd
+        for crd in load_documents(build.src / layout.crds)
+        if crd.get("kind") == "CustomResourceDefinition"
+    ]
+    crds.extend(extra_crds)
+    webhooks = local_webhooks(
+        load_documents(build.src / layout.webhooks),
+        port=listen["webhook"],
+        tls=tls,
+        prefix=layout.name,
+        name=layout.webhook_name,
+    )
+    for patch, kind in layout.webhook_patches:
+        patch_webhooks(webhooks, build.src / patch, kind=kind)
+    rbac, account = upstream_rbac(
+        build.src / layout.rbac,
+        prefix=layout.prefix,
+        namespace=layout.namespace,
+        extra_rules=layout.extra_rules,
+    )
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": layout.namespace}}
+    apply(cluster, [namespace])
+    apply(cluster, crds)
+    wait_established(cluster, crds)
+    apply(cluster, rbac)
+    kubeconfig = token_kubeconfig(
+        cluster, account, workdir / f"{layout.name}.kubeconfig", namespace=layout.namespace
+    )
+    return ClientInstall(layout, build, workdir, tls, listen, webhooks, kubeconfig)
+
+
+@contextlib.contextmanager
+def run_client(
+    cluster: Cluster, install: ClientInstall, argv: Sequence[str], *, webhooks_first: bool = False
+) -> Iterator[Controller]:
+    """The controller (`argv` after the binary) running with its webhook configurations in
+    place (applied once it is ready, or before it starts with `webhooks_first`, for a
+    controller whose certificate check looks them up), all removed again afterwards."""
+    if webhooks_first:
+        apply(cluster, install.webhooks)
+    try:
+        controller = start_controller(
+            install.layout.name,
+            [str(install.build.binary), *argv],
+            install.workdir,
+            kubeconfig=install.kubeconfig,
+            ready_url=install.ready_url,
+            ports=install.listen,
+        )
+    except BaseException:
+        delete(cluster, install.webhooks)
+        raise
+    controller.webhooks = install.webhooks
+    try:
+        if not webhooks_first:
+            apply(cluster, install.webhooks)
+        yield controller
+    finally:
+        stop_controller(cluster, controller)

@@ -14,23 +14,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import yaml
 
-from .clients import (
-    Controller,
-    apply,
-    build_client,
-    conversion_crds,
-    load_documents,
-    local_webhooks,
-    patch_webhooks,
-    ports,
-    start_controller,
-    stop_controller,
-    wait_established,
-    webhook_tls,
-    with_conversion_webhook,
-)
+from .clients import ClientLayout, Controller, install_client, run_client
 from .conftest import Cluster
 from .k8s import JSON, Kube, condition, fake_node, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
@@ -44,61 +29,30 @@ RACK = "e2e.gangsched.io/rack"
 JOB_NAME_LABEL = "job-name"
 
 
+JOBSET_LAYOUT = ClientLayout(
+    name="jobset",
+    namespace="jobset-system",
+    prefix="jobset-",
+    crds="config/components/crd/bases",
+    conversion="config/components/crd",
+    webhooks="config/components/webhook/manifests.yaml",
+    webhook_patches=(
+        ("config/components/webhook/patches/mutating-patch.yaml", "MutatingWebhookConfiguration"),
+        (
+            "config/components/webhook/patches/validating-patch.yaml",
+            "ValidatingWebhookConfiguration",
+        ),
+    ),
+    rbac="config/components/rbac",
+)
+
+
 @pytest.fixture(scope="module")
 def jobset(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]:
-    build = build_client("jobset")
-    workdir = tmp_path_factory.mktemp("jobset")
-    tls = webhook_tls(workdir / "certs")
-    listen = ports("webhook", "health")
-    components = build.src / "config/components"
-    converted = conversion_crds(components / "crd")
-    crds = [
-        with_conversion_webhook(crd, port=listen["webhook"], tls=tls)
-        if crd["metadata"]["name"] in converted
-        else crd
-        for crd in load_documents(components / "crd/bases")
-    ]
-    webhooks = local_webhooks(
-        load_documents(components / "webhook/manifests.yaml"),
-        port=listen["webhook"],
-        tls=tls,
-        prefix="jobset",
-    )
-    patches = components / "webhook/patches"
-    patch_webhooks(webhooks, patches / "mutating-patch.yaml", kind="MutatingWebhookConfiguration")
-    patch_webhooks(
-        webhooks, patches / "validating-patch.yaml", kind="ValidatingWebhookConfiguration"
-    )
-    apply(
-        cluster, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "jobset-system"}}]
-    )
-    apply(cluster, crds)
-    wait_established(cluster, crds)
-    config = {
-        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": listen["webhook"], "host": "127.0.0.1", "certDir": str(tls.cert_dir)},
-        "metrics": {"bindAddress": "0"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{listen['health']}"},
-    }
-    config_path = workdir / "jobset.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    controller = start_controller(
-        "jobset",
-        [str(build.binary), f"--config={config_path}"],
-        workdir,
-        cluster=cluster,
-        ready_url=f"http://127.0.0.1:{listen['health']}/readyz",
-        ports=listen,
-    )
-    controller.webhooks = webhooks
-    apply(cluster, webhooks)
-    try:
+    install = install_client(cluster, tmp_path_factory.mktemp("jobset"), JOBSET_LAYOUT)
+    config = install.controller_config("config.jobset.x-k8s.io/v1alpha1")
+    with run_client(cluster, install, [f"--config={config}"]) as controller:
         yield controller
-    finally:
-        stop_controller(cluster, controller)
 
 
 class JobSetEnv(Env):

@@ -20,22 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from .clients import (
-    Controller,
-    apply,
-    build_client,
-    conversion_crds,
-    load_documents,
-    local_webhooks,
-    ports,
-    start_controller,
-    stop_controller,
-    wait_established,
-    webhook_tls,
-    with_conversion_webhook,
-)
+from .clients import ClientLayout, Controller, install_client, run_client
 from .conftest import Cluster
 from .k8s import JSON, Kube, condition, fake_node, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
@@ -51,63 +37,34 @@ TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 
 
+KUEUE_LAYOUT = ClientLayout(
+    name="kueue",
+    namespace="kueue-system",
+    prefix="kueue-",
+    crds="config/components/crd/bases",
+    conversion="config/components/crd",
+    webhooks="config/components/webhook/manifests.yaml",
+    rbac="config/components/rbac",
+)
+
+
 @pytest.fixture(scope="module")
 def kueue(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]:
-    build = build_client("kueue")
-    workdir = tmp_path_factory.mktemp("kueue")
-    tls = webhook_tls(workdir / "certs")
-    listen = ports("webhook", "health")
-    converted = conversion_crds(build.src / "config/components/crd")
-    crds = [
-        with_conversion_webhook(crd, port=listen["webhook"], tls=tls)
-        if crd["metadata"]["name"] in converted
-        else crd
-        for crd in load_documents(build.src / "config/components/crd/bases")
-    ]
-    webhooks = local_webhooks(
-        load_documents(build.src / "config/components/webhook/manifests.yaml"),
-        port=listen["webhook"],
-        tls=tls,
-        prefix="kueue",
+    install = install_client(cluster, tmp_path_factory.mktemp("kueue"), KUEUE_LAYOUT)
+    config = install.controller_config(
+        "config.kueue.x-k8s.io/v1beta2",
+        namespace="kueue-system",
+        integrations={"frameworks": ["batch/job", "pod"]},
     )
-    apply(
-        cluster, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}}]
-    )
-    apply(cluster, crds)
-    wait_established(cluster, crds)
-    config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "namespace": "kueue-system",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{listen['health']}"},
-        "metrics": {"bindAddress": "0"},
-        "webhook": {"port": listen["webhook"], "host": "127.0.0.1", "certDir": str(tls.cert_dir)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "integrations": {"frameworks": ["batch/job", "pod"]},
-    }
-    config_path = workdir / "kueue.yaml"
-    config_path.write_text(yaml.safe_dump(config))
     # Without its own certificate rotation Kueue serves metrics with the certificate it finds
     # in the hard-coded /etc/kueue/metrics/certs (mounted from a Secret in a pod), even when
     # metrics are off; it exits without one.
     METRICS_CERTS.mkdir(parents=True, exist_ok=True)
     for name in ("tls.crt", "tls.key"):
-        shutil.copyfile(tls.cert_dir / name, METRICS_CERTS / name)
-    controller = start_controller(
-        "kueue",
-        [str(build.binary), f"--config={config_path}", "--feature-gates=VisibilityOnDemand=false"],
-        workdir,
-        cluster=cluster,
-        ready_url=f"http://127.0.0.1:{listen['health']}/readyz",
-        ports=listen,
-    )
-    controller.webhooks = webhooks
-    apply(cluster, webhooks)
-    try:
+        shutil.copyfile(install.tls.cert_dir / name, METRICS_CERTS / name)
+    argv = [f"--config={config}", "--feature-gates=VisibilityOnDemand=false"]
+    with run_client(cluster, install, argv) as controller:
         yield controller
-    finally:
-        stop_controller(cluster, controller)
 
 
 class KueueEnv(Env):

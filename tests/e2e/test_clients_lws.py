@@ -19,22 +19,14 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from .clients import (
+    ClientLayout,
     Controller,
-    apply,
     build_client,
-    conversion_crds,
+    install_client,
     load_documents,
-    local_webhooks,
-    patch_webhooks,
-    ports,
-    start_controller,
-    stop_controller,
-    wait_established,
-    webhook_tls,
-    with_conversion_webhook,
+    run_client,
 )
 from .conftest import Cluster
 from .k8s import JSON, Kube, wait_for
@@ -68,65 +60,42 @@ def volcano_crd(lws_src: Any) -> JSON:
     return crd
 
 
+LWS_LAYOUT = ClientLayout(
+    name="lws",
+    namespace="lws-system",
+    prefix="lws-",
+    crds="config/crd/bases",
+    conversion="config/crd",
+    webhooks="config/webhook/manifests.yaml",
+    webhook_patches=(
+        ("config/webhook/mutating-patch.yaml", "MutatingWebhookConfiguration"),
+        ("config/webhook/validating-patch.yaml", "ValidatingWebhookConfiguration"),
+    ),
+    rbac="config/rbac",
+    # The module's kustomize RBAC lacks Volcano PodGroups; its Helm chart
+    # (charts/lws/templates/rbac/clusterrole.yaml) grants exactly this when
+    # gangSchedulingManagement.schedulerProvider is volcano.
+    extra_rules=(
+        {
+            "apiGroups": ["scheduling.volcano.sh"],
+            "resources": ["podgroups"],
+            "verbs": ["create", "get", "list", "watch"],
+        },
+    ),
+)
+
+
 @pytest.fixture(scope="module")
 def lws(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Controller]:
-    build = build_client("lws")
     workdir = tmp_path_factory.mktemp("lws")
-    tls = webhook_tls(workdir / "certs")
-    listen = ports("webhook", "health")
-    converted = conversion_crds(build.src / "config/crd")
-    crds = [
-        with_conversion_webhook(crd, port=listen["webhook"], tls=tls)
-        if crd["metadata"]["name"] in converted
-        else crd
-        for crd in load_documents(build.src / "config/crd/bases")
-    ]
-    crds.append(volcano_crd(build.src))
-    webhooks = local_webhooks(
-        load_documents(build.src / "config/webhook/manifests.yaml"),
-        port=listen["webhook"],
-        tls=tls,
-        prefix="lws",
+    build = build_client("lws")
+    install = install_client(cluster, workdir, LWS_LAYOUT, extra_crds=[volcano_crd(build.src)])
+    config = install.controller_config(
+        "config.lws.x-k8s.io/v1alpha1",
+        gangSchedulingManagement={"schedulerProvider": "volcano"},
     )
-    patch_webhooks(
-        webhooks,
-        build.src / "config/webhook/mutating-patch.yaml",
-        kind="MutatingWebhookConfiguration",
-    )
-    patch_webhooks(
-        webhooks,
-        build.src / "config/webhook/validating-patch.yaml",
-        kind="ValidatingWebhookConfiguration",
-    )
-    apply(cluster, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lws-system"}}])
-    apply(cluster, crds)
-    wait_established(cluster, crds)
-    config = {
-        "apiVersion": "config.lws.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": listen["webhook"], "host": "127.0.0.1", "certDir": str(tls.cert_dir)},
-        "metrics": {"bindAddress": "0"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{listen['health']}"},
-        "gangSchedulingManagement": {"schedulerProvider": "volcano"},
-    }
-    config_path = workdir / "lws.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    controller = start_controller(
-        "lws",
-        [str(build.binary), f"--config={config_path}"],
-        workdir,
-        cluster=cluster,
-        ready_url=f"http://127.0.0.1:{listen['health']}/readyz",
-        ports=listen,
-    )
-    controller.webhooks = webhooks
-    apply(cluster, webhooks)
-    try:
+    with run_client(cluster, install, [f"--config={config}"]) as controller:
         yield controller
-    finally:
-        stop_controller(cluster, controller)
 
 
 class LwsEnv(Env):

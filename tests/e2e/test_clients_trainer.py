@@ -36,15 +36,11 @@ from pathlib import Path
 import pytest
 
 from .clients import (
+    ClientLayout,
     Controller,
     apply,
-    build_client,
-    load_documents,
-    local_webhooks,
-    ports,
-    start_controller,
-    stop_controller,
-    wait_established,
+    install_client,
+    run_client,
     webhook_tls,
 )
 from .conftest import Cluster
@@ -67,32 +63,39 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 KEEP_RUNNING = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}
 
 
+TRAINER_LAYOUT = ClientLayout(
+    name="trainer",
+    namespace=NAMESPACE,
+    prefix="",
+    crds="manifests/base/crds",
+    webhooks="manifests/base/webhook/manifests.yaml",
+    webhook_name=WEBHOOK_CONFIGURATION,
+    rbac="manifests/base/rbac",
+    # The coscheduling plugin of Trainer v2.0.0 watches RuntimeClasses and LimitRanges (pod
+    # overhead and defaults in minResources) with no RBAC marker for them, so the module's
+    # ClusterRole lacks them and its caches never sync: list/watch on both, nothing more.
+    extra_rules=(
+        {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["limitranges"], "verbs": ["list", "watch"]},
+    ),
+)
+
+
 @pytest.fixture(scope="module")
 def trainer(
     cluster: Cluster,
     tmp_path_factory: pytest.TempPathFactory,
     jobset: Controller,  # noqa: F811
 ) -> Iterator[Controller]:
-    build = build_client("trainer")
     workdir = tmp_path_factory.mktemp("trainer")
     tls = webhook_tls(
         workdir / "certs", dns_names=[f"{SERVICE}.{NAMESPACE}.svc"], ca_name="kubeflow-trainer-ca"
     )
-    listen = ports("webhook", "health")
-    crds = load_documents(build.src / "manifests/base/crds")
-    crds = [c for c in crds if c.get("kind") == "CustomResourceDefinition"]
-    webhooks = local_webhooks(
-        load_documents(build.src / "manifests/base/webhook/manifests.yaml"),
-        port=listen["webhook"],
-        tls=tls,
-        prefix="trainer",
-        name=WEBHOOK_CONFIGURATION,
-    )
+    install = install_client(cluster, workdir, TRAINER_LAYOUT, tls=tls)
     files = {
         name: base64.b64encode((tls.cert_dir / name).read_bytes()).decode()
         for name in ("ca.crt", "ca.key", "tls.crt", "tls.key")
     }
-    apply(cluster, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
     apply(
         cluster,
         [
@@ -107,28 +110,15 @@ def trainer(
     CERT_DIR.mkdir(parents=True, exist_ok=True)
     for name in ("tls.crt", "tls.key"):
         shutil.copyfile(tls.cert_dir / name, CERT_DIR / name)
-    apply(cluster, crds)
-    wait_established(cluster, crds)
-    apply(cluster, webhooks)
-    controller = start_controller(
-        "trainer",
-        [
-            str(build.binary),
-            f"--webhook-server-port={listen['webhook']}",
-            f"--health-probe-bind-address=127.0.0.1:{listen['health']}",
-            "--metrics-bind-address=0",
-            "--leader-elect=false",
-        ],
-        workdir,
-        cluster=cluster,
-        ready_url=f"http://127.0.0.1:{listen['health']}/readyz",
-        ports=listen,
-    )
-    controller.webhooks = webhooks
-    try:
+    argv = [
+        f"--webhook-server-port={install.listen['webhook']}",
+        f"--health-probe-bind-address=127.0.0.1:{install.listen['health']}",
+        "--metrics-bind-address=0",
+        "--leader-elect=false",
+    ]
+    # The certificate rotation looks the webhook configuration up by name before it is ready.
+    with run_client(cluster, install, argv, webhooks_first=True) as controller:
         yield controller
-    finally:
-        stop_controller(cluster, controller)
 
 
 class TrainerEnv(Env):
