@@ -171,7 +171,9 @@ class Replica:
         return await self.wait_exit(timeout)
 
     def http(self, path: str) -> tuple[int, str]:
-        return http_get(f"{self.metrics_url}{path}", timeout=3)
+        # A loaded machine can hold a busy process's answer for seconds: a short timeout here
+        # turned a one-off read of a metric into NaN (and a failed comparison).
+        return http_get(f"{self.metrics_url}{path}", timeout=15)
 
     def ready(self) -> bool:
         return http_ok(f"{self.metrics_url}/readyz")

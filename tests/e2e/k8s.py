@@ -60,7 +60,7 @@ def unique_name(prefix: str) -> str:
 async def wait_for(
     check: Callable[[], Awaitable[T | None]],
     *,
-    timeout: float = 30.0,
+    timeout: float = 60.0,
     interval: float = 0.2,
     what: str = "condition",
 ) -> T:
@@ -359,7 +359,7 @@ class Kube:
         path: str,
         predicate: Callable[[JSON], bool],
         *,
-        timeout: float = 30.0,
+        timeout: float = 60.0,
         what: str | None = None,
     ) -> JSON:
         """Poll GET ``path`` until ``predicate(obj)``; return the object."""
@@ -370,13 +370,13 @@ class Kube:
 
         return await wait_for(check, timeout=timeout, what=what or f"{path} to match")
 
-    async def wait_gone(self, path: str, *, timeout: float = 30.0) -> None:
+    async def wait_gone(self, path: str, *, timeout: float = 60.0) -> None:
         async def check() -> bool:
             return await self.get_or_none(path) is None
 
         await wait_for(check, timeout=timeout, what=f"{path} to be deleted")
 
-    async def wait_crd_established(self, name: str, *, timeout: float = 30.0) -> JSON:
+    async def wait_crd_established(self, name: str, *, timeout: float = 60.0) -> JSON:
         crd = await self.wait_for_object(
             f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
             lambda o: (condition(o, "Established") or {}).get("status") == "True",
