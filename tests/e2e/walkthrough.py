@@ -94,11 +94,20 @@ async def replay_seed_walkthrough(
             return not ({"lp-pod-1", "lp-pod-2"} & set(pods))
 
         await wait_for(victims_marked_and_gone, timeout=90, interval=0.1, what="victims gone")
-        # kwok may finish a deletion before a poll sees the condition; the events remain.
-        events = await kube.get(
-            f"/apis/events.k8s.io/v1/namespaces/{run}/events", fieldSelector="reason=Preempted"
-        )
-        preempted = {e["regarding"]["name"]: e for e in events["items"]}
+        # kwok may finish a deletion before a poll sees the condition; the events remain. The
+        # scheduler posts a victim's Preempted event after its eviction, so the victim can be
+        # gone before the event is there: wait for both events.
+        preempted: dict[str, JSON] = {}
+
+        async def both_events() -> bool:
+            events = await kube.get(
+                f"/apis/events.k8s.io/v1/namespaces/{run}/events", fieldSelector="reason=Preempted"
+            )
+            preempted.clear()
+            preempted.update({e["regarding"]["name"]: e for e in events["items"]})
+            return {"lp-pod-1", "lp-pod-2"} <= set(preempted)
+
+        await wait_for(both_events, timeout=60, what="a Preempted event on each victim")
         assert set(preempted) == {"lp-pod-1", "lp-pod-2"}, sorted(preempted)
         assert {e.get("related", {}).get("name") for e in preempted.values()} == {"hp-training-job"}
         for cond in marked.values():
