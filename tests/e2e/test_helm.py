@@ -26,7 +26,7 @@ import yaml
 from devtools.processes import free_ports
 
 from .conftest import HACK, REPO_ROOT, Cluster
-from .harness import MANIFESTS, Replica
+from .harness import MANIFESTS, Replica, eventually
 from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
 from .walkthrough import replay_seed_walkthrough
 
@@ -372,11 +372,21 @@ async def test_install_schedule_upgrade_uninstall(
         assert await kube.get_or_none(
             f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
         ), f"CRD {name} was deleted"
-    left = cluster.kubectl(
-        "get", "all,configmaps,serviceaccounts,roles,rolebindings,poddisruptionbudgets",
-        "-n", namespace, "-l", f"app.kubernetes.io/instance={release}", "-o", "name",
-    ).stdout.split()  # fmt: skip
-    assert left == [], left
+    # `helm uninstall` deletes the Deployment with background propagation: the garbage
+    # collector removes its ReplicaSets and their (Pending) pods afterwards, so wait for it.
+    left: list[str] = []
+
+    def nothing_left() -> bool:
+        left[:] = cluster.kubectl(
+            "get", "all,configmaps,serviceaccounts,roles,rolebindings,poddisruptionbudgets",
+            "-n", namespace, "-l", f"app.kubernetes.io/instance={release}", "-o", "name",
+        ).stdout.split()  # fmt: skip
+        return not left
+
+    try:
+        await eventually(nothing_left, timeout=90, what="the release's namespaced objects gone")
+    except AssertionError:
+        raise AssertionError(f"left after uninstall: {left}") from None
     cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
@@ -419,6 +429,7 @@ async def packs_two_pods_on_one_node(
             await kube.wait_for_object(
                 f"/api/v1/nodes/{node}",
                 lambda n: (condition(n, "Ready") or {}).get("status") == "True",
+                timeout=90,
                 what=f"node {node} Ready",
             )
         replica.start()
