@@ -49,6 +49,7 @@ class Env:
             await self.kube.wait_for_object(
                 f"/api/v1/nodes/{name}",
                 lambda n: (condition(n, "Ready") or {}).get("status") == "True",
+                timeout=90,
                 what=f"node {name} Ready",
             )
         return names
@@ -165,10 +166,18 @@ async def test_seed_walkthrough_preempts_both_and_binds_one_per_node(env: Env) -
     assert sorted(bound.values()) == sorted([n1, n2]), "one member per node"
     pods = await env.pods()
     assert "lp-pod-1" not in pods and "lp-pod-2" not in pods
-    events = await env.kube.get(
-        f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events", fieldSelector="reason=Preempted"
-    )
-    related = {e.get("related", {}).get("name") for e in events["items"]}
+
+    async def preempted_events() -> list[JSON] | None:
+        # Posted after each eviction, on their own: the gang may be bound before both are.
+        events = await env.kube.get(
+            f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events", fieldSelector="reason=Preempted"
+        )
+        items: list[JSON] = events["items"]
+        victims = {e["regarding"]["name"] for e in items}
+        return items if {"lp-pod-1", "lp-pod-2"} <= victims else None
+
+    events = await wait_for(preempted_events, timeout=60, what="a Preempted event on each victim")
+    related = {e.get("related", {}).get("name") for e in events}
     assert related == {"hp-training-job"}
 
 
@@ -182,11 +191,14 @@ async def test_gang_that_cannot_fit_reports_then_binds_whole_when_capacity_appea
         await env.create_pod(env.pod(name, cpu="2", group="big"))
 
     async def reported() -> JSON | None:
+        # Unschedulable on every member (a member created late on a loaded machine may first
+        # say the gang waits for members: NotReadyForScheduling, then Unschedulable).
         pods = await env.pods()
-        conds = [condition(pods[n], "PodScheduled") for n in names]
-        return pods if all(c and c["status"] == "False" for c in conds) else None
+        conds = [condition(pods[n], "PodScheduled") or {} for n in names]
+        states = {(c.get("status"), c.get("reason")) for c in conds}
+        return pods if states == {("False", "Unschedulable")} else None
 
-    pods = await wait_for(reported, timeout=60, what="PodScheduled=False on every member")
+    pods = await wait_for(reported, timeout=60, what="PodScheduled=False/Unschedulable on all")
     cond = condition(pods["big-0"], "PodScheduled") or {}
     assert cond["reason"] == "Unschedulable"
     assert "minCount (3) cannot be satisfied" in cond["message"]
@@ -198,11 +210,16 @@ async def test_gang_that_cannot_fit_reports_then_binds_whole_when_capacity_appea
         what="PodGroup condition",
     )
     assert (condition(group, "PodGroupScheduled") or {})["reason"] == "Unschedulable"
-    events = await env.kube.get(
-        f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events",
-        fieldSelector="reason=FailedScheduling",
-    )
-    assert any(e["regarding"]["kind"] == "PodGroup" for e in events["items"])
+
+    async def group_event() -> bool:
+        # Events are posted on their own, not with the status: wait for the PodGroup's.
+        events = await env.kube.get(
+            f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events",
+            fieldSelector="reason=FailedScheduling",
+        )
+        return any(e["regarding"]["kind"] == "PodGroup" for e in events["items"])
+
+    await wait_for(group_event, timeout=60, what="a FailedScheduling event on the PodGroup")
 
     await env.add_nodes(1, cpu="4")
     bound = await env.wait_bound(names, timeout=60)
@@ -227,7 +244,7 @@ async def test_members_created_one_by_one_bind_only_when_min_member_exist(env: E
     pod = await env.kube.wait_for_object(
         f"/api/v1/namespaces/{env.ns}/pods/slow-0",
         lambda p: bool(condition(p, "PodScheduled")),
-        timeout=30,
+        timeout=60,
         what="PodScheduled condition on a waiting member",
     )
     cond = condition(pod, "PodScheduled") or {}
@@ -251,7 +268,7 @@ async def test_members_created_one_by_one_bind_only_when_min_member_exist(env: E
         )
         return any(e["regarding"]["name"] == "slow" for e in events["items"])
 
-    await wait_for(waiting_event, timeout=30, what="a NotReadyForScheduling event on the group")
+    await wait_for(waiting_event, timeout=60, what="a NotReadyForScheduling event on the group")
     pods = await env.pods()
     assert not any(
         c.get("reason") == "Unschedulable"
@@ -298,8 +315,13 @@ async def test_members_beyond_the_quorum_bind_first_then_preempt(env: Env) -> No
     if marked:
         assert f"preemptor: {env.ns}/g, triggerpod: {env.ns}/g-" in marked["message"]
     assert node_usage(pods)[node] <= 4000
-    group = await env.kube.get(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/g")
-    assert (condition(group, "PodGroupScheduled") or {}).get("status") == "True"
+    # The status writer runs on its own queue: wait for it rather than read it once.
+    await env.kube.wait_for_object(
+        f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/g",
+        lambda g: (condition(g, "PodGroupScheduled") or {}).get("status") == "True",
+        timeout=60,
+        what="PodGroupScheduled=True on g",
+    )
 
 
 async def test_a_gang_with_a_gated_member_binds_nothing_until_the_gate_goes(env: Env) -> None:
@@ -325,7 +347,7 @@ async def test_a_gang_with_a_gated_member_binds_nothing_until_the_gate_goes(env:
     await env.kube.wait_for_object(
         f"/api/v1/namespaces/{env.ns}/pods/job-0",
         lambda p: (condition(p, "PodScheduled") or {}).get("reason") == "NotReadyForScheduling",
-        timeout=30,
+        timeout=60,
         what="job-0 NotReadyForScheduling",
     )
     pods = await env.pods()
@@ -403,14 +425,25 @@ async def test_many_gangs_of_mixed_sizes_and_priorities_fit_whole_without_overco
                 )
             )
 
-    async def settled() -> dict[str, JSON] | None:
-        pods = await env.pods()
-        bound = sum(1 for p in pods.values() if p["spec"].get("nodeName"))
-        return pods if bound >= 28 else None
+    # Most gangs bound, and then the placement settled: nothing terminating and the same pods
+    # on the same nodes over three polls 2.5 s apart (a preemption or a gang's binds can still
+    # be under way when 28 pods show bound; a pending gang is retried within the 2 s backoff).
+    previous: frozenset[tuple[str, str]] | None = None
+    stable = 0
 
-    await wait_for(settled, timeout=120, interval=0.5, what="most gangs bound")
-    await asyncio.sleep(3)  # let any in-flight binds land
-    pods = await env.pods()
+    async def settled() -> dict[str, JSON] | None:
+        nonlocal previous, stable
+        pods = await env.pods()
+        bound = frozenset(
+            (n, p["spec"]["nodeName"]) for n, p in pods.items() if p["spec"].get("nodeName")
+        )
+        terminating = any(p["metadata"].get("deletionTimestamp") for p in pods.values())
+        quiet = bound == previous and not terminating and len(bound) >= 28
+        stable = stable + 1 if quiet else 0
+        previous = bound
+        return pods if stable >= 2 else None
+
+    pods = await wait_for(settled, timeout=180, interval=2.5, what="most gangs bound and settled")
     per_group: dict[str, int] = defaultdict(int)
     existing: dict[str, int] = defaultdict(int)
     for name, pod in pods.items():
@@ -452,16 +485,24 @@ async def test_schedule_timeout_is_reported_and_the_gang_keeps_being_retried(env
         "scheduleTimeoutSeconds (2s)"
         in (condition(group, "PodGroupScheduleTimeout") or {})["message"]
     )
-    events = await env.kube.get(
-        f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events", fieldSelector="reason=ScheduleTimeout"
-    )
-    assert [e["type"] for e in events["items"]] == ["Warning"]
+
+    async def timeout_events() -> list[JSON] | None:
+        # The event is posted on its own, beside the status write that set the condition.
+        events = await env.kube.get(
+            f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events",
+            fieldSelector="reason=ScheduleTimeout",
+        )
+        items: list[JSON] = events["items"]
+        return items or None
+
+    events = await wait_for(timeout_events, timeout=60, what="a ScheduleTimeout event")
+    assert [e["type"] for e in events] == ["Warning"]
     # Still retried: capacity appears, the gang binds and the timeout condition clears.
     await env.add_nodes(1, cpu="2")
     await env.wait_bound(["late-0", "late-1"], timeout=60)
     await env.kube.wait_for_object(
         f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/late",
         lambda g: (condition(g, "PodGroupScheduleTimeout") or {}).get("status") == "False",
-        timeout=30,
+        timeout=60,
         what="timeout condition cleared",
     )
