@@ -11,7 +11,6 @@ its own lease name.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -179,23 +178,41 @@ async def test_a_missing_permission_is_reported_clearly(
             detail["exit"] = await replica.wait_exit(timeout=40)
             assert detail["exit"] == 1, replica.tail()
         else:
-            await eventually(
-                lambda: replica.metric("gangsched_api_errors_total", operation=case.operation) > 0,
-                timeout=30,
-                what=f"gangsched_api_errors_total{{operation={case.operation!r}}}",
+
+            def forbidden() -> float | None:
+                # Read until it counts (NaN when /metrics did not answer in time).
+                value = replica.metric(
+                    "gangsched_api_errors_total", operation=case.operation, code="403"
+                )
+                return value if value > 0 else None
+
+            detail["metric"] = await eventually(
+                forbidden,
+                timeout=60,
+                what=f"gangsched_api_errors_total{{operation={case.operation!r}, code='403'}}",
             )
-            detail["metric"] = replica.metric(
-                "gangsched_api_errors_total", operation=case.operation, code="403"
-            )
-            assert detail["metric"] > 0
         if case.id in OPTIONAL:
             detail["readyz"] = await _scheduled_without(replica, env, case)
         elif case.verb == "list":
-            status, body = replica.http("/readyz")
-            assert status == 503 and case.logged_resource in body and "403" in body, body
-            detail["readyz"] = body[:120]
+            answer: list[tuple[int, str]] = []
+
+            def readyz_names_it() -> bool:
+                try:
+                    answer[:] = [replica.http("/readyz")]
+                except OSError as exc:  # no answer in time: ask again
+                    answer[:] = [(0, repr(exc))]
+                status, body = answer[0]
+                return status == 503 and case.logged_resource in body and "403" in body
+
+            try:
+                await eventually(readyz_names_it, timeout=60, what="/readyz naming the 403")
+            except AssertionError:
+                raise AssertionError(f"/readyz: {answer}") from None
+            detail["readyz"] = answer[0][1][:120]
         if case.id == "binding":
-            note = await _event_note(kube, env, "fits", "FailedScheduling")
+            note = await _event_note(
+                kube, env, "fits", "FailedScheduling", containing=("403", "pods/binding")
+            )
             assert note and "403" in note and "pods/binding" in note, note
             detail["event"] = note[:120]
         print(f"\nRBAC without {case.verb} {case.logged_resource}: {detail}")
@@ -213,7 +230,10 @@ async def _scheduled_without(replica: Replica, workload: Workload, case: Case) -
     needs nothing of it is bound, and (PodGroups unseen) the gang's members are not."""
 
     def ready_without() -> str | None:
-        status, body = replica.http("/readyz")
+        try:
+            status, body = replica.http("/readyz")
+        except OSError:  # no answer in time: ask again
+            return None
         return body if status == 200 and case.logged_resource in body else None
 
     body: str = await eventually(
@@ -233,15 +253,25 @@ async def _scheduled_without(replica: Replica, workload: Workload, case: Case) -
     return body[:120]
 
 
-async def _event_note(kube: Kube, workload: Workload, name: str, reason: str) -> str | None:
+async def _event_note(
+    kube: Kube, workload: Workload, name: str, reason: str, *, containing: tuple[str, ...]
+) -> str | None:
+    """The first `reason` event on `name` whose note holds every one of `containing` (another
+    event of that reason, e.g. a waiting message, may come first)."""
+    notes: list[str] = []
+
     async def find() -> str | None:
         events = await kube.get(
             f"/apis/events.k8s.io/v1/namespaces/{workload.ns}/events",
             fieldSelector=f"regarding.name={name}",
         )
-        notes = [e["note"] for e in events["items"] if e["reason"] == reason]
-        return notes[-1] if notes else None
+        notes[:] = [e["note"] for e in events["items"] if e["reason"] == reason]
+        return next((n for n in notes if all(text in n for text in containing)), None)
 
-    result: str | None = await eventually(find, timeout=30, what=f"{reason} event on {name}")
-    await asyncio.sleep(0)
+    try:
+        result: str | None = await eventually(
+            find, timeout=60, what=f"a {reason} event on {name} saying {containing}"
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; its {reason} notes: {notes}") from None
     return result
