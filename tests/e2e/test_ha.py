@@ -82,7 +82,13 @@ async def test_only_the_leader_binds_and_the_follower_takes_over_after_kill9(
     await workload.create_gangs([first])
     await eventually(lambda: gang_bound(workload, first), timeout=60, what="first gang bound")
     await asyncio.sleep(2)  # the follower saw the same pods pending: it must not act on them
-    binds = bound_log_lines([a, b])
+
+    def all_logged() -> dict[str, list[tuple[str, int, str]]] | None:
+        # The API server shows a bind before the binder has read its answer and logged it.
+        binds = bound_log_lines([a, b])
+        return binds if len(binds) >= first.size else None
+
+    binds = await eventually(all_logged, timeout=30, what="the first gang's binds logged")
     assert {who for lines in binds.values() for who, _, _ in lines} == {a.name}
     assert b.metric("gangsched_pods_bound_total") == 0
     assert b.metric("gangsched_api_requests_total", verb="POST") == 0, "a follower writes nothing"
@@ -107,9 +113,11 @@ async def test_only_the_leader_binds_and_the_follower_takes_over_after_kill9(
     )
     assert await holder(kube) == b.name
     # client-go's bound: the follower waits a full lease from its last observed renewal
-    # (up to one retry period before the kill) and acquires at its next retry.
-    assert led <= lease_seconds + 2 * retry + 2, led
-    assert scheduled - led <= 5, "a warm follower schedules within seconds of leading"
+    # (up to one retry period before the kill) and acquires at its next retry; 5 s more for
+    # a loaded machine (still well short of a second lease, which a follower that waited for
+    # the lease to be renewed by the dead leader again would need).
+    assert led <= lease_seconds + 2 * retry + 5, led
+    assert scheduled - led <= 10, "a warm follower schedules within seconds of leading"
     binds = bound_log_lines([a, b])
     assert all(who == b.name for p, lines in binds.items() if "second" in p for who, _, _ in lines)
     assert all(len(lines) == 1 for lines in binds.values()), binds
@@ -127,7 +135,7 @@ async def test_only_the_leader_binds_and_the_follower_takes_over_after_kill9(
     assert handover < lease_seconds, "a released lease is taken without waiting for expiry"
     third = Gang("third", 2, 2, "500m", "ha-normal", 1000)
     await workload.create_gangs([third])
-    await eventually(lambda: gang_bound(workload, third), timeout=30, what="third gang bound")
+    await eventually(lambda: gang_bound(workload, third), timeout=60, what="third gang bound")
     for replica in (a, b):
         assert "Traceback" not in replica.text(), replica.tail(60)
 
@@ -155,7 +163,12 @@ async def test_a_leader_that_loses_its_lease_stops_writing_and_exits_1(
     )
     assert code == 1, a.tail()
     retry = a.config["leaderElection"]["retryPeriodSeconds"]
-    assert stopped_writing <= retry + 1.5, "noticed at its next renewal, not at the deadline"
+    deadline = a.config["leaderElection"]["renewDeadlineSeconds"]
+    # Noticed at its next renewal (within a retry period and a request's time; slack for a
+    # loaded machine), not at the renew deadline.
+    assert stopped_writing <= min(retry + 4, deadline - 1), (
+        "noticed at its next renewal, not at the deadline"
+    )
     assert "leadership lost; exiting to restart clean" in a.text()
     late = Gang("late", 2, 2, "500m", "ha-normal", 1000)
     await workload.create_gangs([late])
