@@ -77,7 +77,7 @@ async def test_kill9_storm_keeps_every_invariant(
                 replica.start()
                 await replica.wait_ready()
             await creating
-        pods = await quiesce(workload, timeout=180)
+        pods = await quiesce(workload, timeout=300)
         elapsed = time.monotonic() - started
         assert await replica.stop() == 0, replica.tail()
         await recorder.stop()
@@ -218,12 +218,15 @@ async def test_deletions_between_decision_and_bind(
         pods = await workload.pods()
         assert replica.alive, replica.tail()
         bound_at = recorder.first_bound
+        # A bind already going out when the deletion happened may land a moment later (the
+        # scheduler's watch and the recorder's lag on a loaded machine); one well after it is
+        # stale: the scheduler bound what it knew was gone.
         stale = [
             f"{p} bound {bound_at[p] - deleted_at[g]:.2f}s after {g}'s deletion"
             for p, g in workload.pod_gang.items()
             if g in deleted_at
             and p in bound_at
-            and bound_at[p] > deleted_at[g] + 1.0
+            and bound_at[p] > deleted_at[g] + 2.0
             # a node deleted: only binds to that node are stale (the others may take the gang)
             and (g not in deleted_node or deleted_node[g] in recorder.node_history[p])
         ]
@@ -241,12 +244,21 @@ async def test_deletions_between_decision_and_bind(
             1 for p in cut.pod_names() if (pods.get(p) or {}).get("spec", {}).get("nodeName")
         )
         assert 0 < cut_bound < cut.min_member
-        events = await kube.get(
-            f"/apis/events.k8s.io/v1/namespaces/{workload.ns}/events",
-            fieldSelector=f"regarding.name={cut.name}",
-        )
-        notes = [e["note"] for e in events["items"] if e["reason"] == "FailedScheduling"]
-        assert any("not done" in n and "retrying the group" in n for n in notes), notes
+        notes: list[str] = []
+
+        async def cut_reported() -> bool:
+            # Posted by the binder after the failed bind, on its own: wait for it.
+            events = await kube.get(
+                f"/apis/events.k8s.io/v1/namespaces/{workload.ns}/events",
+                fieldSelector=f"regarding.name={cut.name}",
+            )
+            notes[:] = [e["note"] for e in events["items"] if e["reason"] == "FailedScheduling"]
+            return any("not done" in n and "retrying the group" in n for n in notes)
+
+        try:
+            await eventually(cut_reported, timeout=60, what=f"{cut.name}'s bind-not-done event")
+        except AssertionError:
+            raise AssertionError(f"FailedScheduling notes on {cut.name}: {notes}") from None
         bound = sum(1 for p in pods.values() if p["spec"].get("nodeName"))
         print(
             f"\ndeletions mid-cycle: 12 races, {bound} "
