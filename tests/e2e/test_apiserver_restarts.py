@@ -123,7 +123,9 @@ async def test_apiserver_and_etcd_restarts_mid_run(
 
         # 2. etcd and the apiserver stopped gracefully and down long enough that the leader's
         #    lease cannot be renewed (> renew deadline): it must exit 1 and come back clean.
-        times2 = restart_apiserver(cluster, "--etcd", "--down", "6")
+        #    Down 12 s alone outlasts the 10 s renew deadline, however fast they restart.
+        deadline = replica.config["leaderElection"]["renewDeadlineSeconds"]
+        times2 = restart_apiserver(cluster, "--etcd", "--down", str(deadline + 2))
         more = random_gangs(
             rng, 6, prefix="c-", priority_class="faults-high", priority=10000, max_size=3
         )
@@ -156,7 +158,14 @@ async def test_apiserver_and_etcd_restarts_mid_run(
         binds = bound_log_lines([replica])
         violations += [f"{p} bound more than once: {v}" for p, v in binds.items() if len(v) > 1]
         assert not violations, "\n".join(violations)
-        assert survived, "a 3 s apiserver outage is shorter than the renew deadline"
+        # Whether the first outage outlasted the renew deadline depends on how fast the
+        # apiserver came back (seconds on a quiet machine, more at load 10): the leader's last
+        # renewal was up to a retry period before the outage began.
+        retry = replica.config["leaderElection"]["retryPeriodSeconds"]
+        # A longer one may end either way (the apiserver serves renewals a little before its
+        # /readyz says so); the etcd restart below checks the exit.
+        if times["downtime"] + retry + 1 < deadline:
+            assert survived, f"a {times['downtime']:.1f}s outage is shorter than the deadline"
         assert 1 in replica.exit_codes, "an outage longer than the renew deadline exits 1"
         no_tracebacks(replica)
     finally:
