@@ -1,7 +1,7 @@
 """A real Prometheus server (Debian's `prometheus` package, installed by .ci/run) for e2e tests.
 
 It runs as our own subprocess with its own configuration: it scrapes the given targets on
-loopback every second, evaluates the given rule files every second, keeps its TSDB in a
+loopback every 2 seconds, evaluates the given rule files every second, keeps its TSDB in a
 temporary directory and listens on a free loopback port. A missing binary FAILS the test with
 the install command; it is never skipped.
 """
@@ -93,7 +93,7 @@ def start(
     job: str = "gangsched",
     timeout: float = 60.0,
 ) -> Prometheus:
-    """Start Prometheus scraping `targets` (host:port, /metrics) every second."""
+    """Start Prometheus scraping `targets` (host:port, /metrics) every 2 seconds."""
     exe = binary("prometheus")
     workdir.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
@@ -101,9 +101,11 @@ def start(
     config.write_text(
         yaml.safe_dump(
             {
+                # A 2 s timeout: a 1 s one failed scrapes of a busy process on a loaded
+                # machine, and two failed scrapes in a row fire GangschedDown (`for: 1s`).
                 "global": {
-                    "scrape_interval": "1s",
-                    "scrape_timeout": "1s",
+                    "scrape_interval": "2s",
+                    "scrape_timeout": "2s",
                     "evaluation_interval": "1s",
                 },
                 "rule_files": [str(path) for path in rule_files],
