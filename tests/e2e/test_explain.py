@@ -93,6 +93,13 @@ async def scene(cluster: Cluster, gangsched: Gangsched) -> AsyncIterator[Scene]:
             timeout=60,
             what="FailedScheduling event on pod lonely",
         )
+        # The pod's condition is written apart from its event: explain reads both.
+        await kube.wait_for_object(
+            f"/api/v1/namespaces/{s.ns}/pods/lonely",
+            lambda p: (condition(p, "PodScheduled") or {}).get("status") == "False",
+            what="PodScheduled=False on pod lonely",
+            timeout=60,
+        )
         gangsched.assert_alive()
         yield s
     finally:
