@@ -8,6 +8,7 @@ gets its own namespace, DeviceClass and identically shaped nodes; claims are nam
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -191,6 +192,10 @@ class DraEnv:
 
 
 Case = Callable[[DraEnv], Awaitable[list[str]]]
+#: Seconds an Unschedulable outcome must hold before it counts (both schedulers retry a pod
+#: within this once what they lacked shows up: gangsched's backoff here is at most 2 s,
+#: kube-scheduler requeues on the event with a 1 s initial backoff).
+UNSCHEDULABLE_HOLDS = 4.0
 
 
 async def four_gpus_in_one_domain(env: DraEnv) -> list[str]:
@@ -292,7 +297,17 @@ async def settle(env: DraEnv, names: list[str]) -> Outcome:
             messages[name] = cond.get("message", "")
         return where, messages
 
-    found = await wait_for(outcomes, timeout=120, what=f"{names} settled ({env.scheduler})")
+    async def settled() -> tuple[dict[str, str], dict[str, str]] | None:
+        # An Unschedulable verdict is final only if it holds: one reached before the
+        # scheduler's informers saw the case's slices or claims is retried within seconds.
+        first = await outcomes()
+        if first is None or all(first[0].values()):
+            return first
+        await asyncio.sleep(UNSCHEDULABLE_HOLDS)
+        again = await outcomes()
+        return first if again is not None and again[0] == first[0] else None
+
+    found = await wait_for(settled, timeout=120, what=f"{names} settled ({env.scheduler})")
     where, messages = found
     claims = await env.claim_objects()
     taken = [d for c in claims.values() for d in devices_of(c)]

@@ -6,6 +6,7 @@ identically shaped nodes; the real PV controller and the test provisioner serve 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
 
 BASELINE = "kube-scheduler-baseline"
 ZONE = "topology.kubernetes.io/zone"
+#: Seconds an Unschedulable outcome must hold before it counts (both schedulers retry a pod
+#: within this once what they lacked shows up: gangsched's backoff here is at most 2 s,
+#: kube-scheduler requeues on the event with a 1 s initial backoff).
+UNSCHEDULABLE_HOLDS = 4.0
 
 
 @contextlib.contextmanager
@@ -190,7 +195,20 @@ async def settle(env: VolumeEnv, names: list[str]) -> dict[str, Outcome]:
             out[name] = Outcome("", cond.get("message", ""))
         return out
 
-    result = await env.kube_wait(outcomes, f"{names} settled", timeout=120)
+    async def settled() -> dict[str, Outcome] | None:
+        # An Unschedulable verdict is final only if it holds: one reached before the
+        # scheduler's informers saw the case's volume, claim or filler pod is retried.
+        first = await outcomes()
+        if first is None or all(o.role for o in first.values()):
+            return first
+        await asyncio.sleep(UNSCHEDULABLE_HOLDS)
+        again = await outcomes()
+        same = again is not None and {k: o.role for k, o in again.items()} == {
+            k: o.role for k, o in first.items()
+        }
+        return first if same else None
+
+    result = await env.kube_wait(settled, f"{names} settled", timeout=120)
     assert result is not None
     return result
 
