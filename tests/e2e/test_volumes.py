@@ -122,7 +122,7 @@ class VolumeEnv(Env):
         return condition(pod, "PodScheduled") or {}
 
     async def kube_wait(
-        self, check: Callable[[], Awaitable[T]], what: str, timeout: float = 90.0
+        self, check: Callable[[], Awaitable[T | None]], what: str, timeout: float = 90.0
     ) -> T:
         self.sched.assert_alive()
         return await wait_for(check, timeout=timeout, interval=0.3, what=what)
@@ -189,7 +189,15 @@ async def test_four_members_provisioned_on_their_nodes_before_any_pod_binds(
         finally:
             watcher.cancel()
     await record()  # what bound since the watcher's last look
-    claims = await env.claims()
+
+    async def all_bound() -> dict[str, JSON] | None:
+        # The PV controller sets the claim's volumeName (what the scheduler waits for) and
+        # then, in a second write, its phase: wait for the phase.
+        claims = await env.claims()
+        phases = [claims[f"data-{n}"].get("status", {}).get("phase") for n in names]
+        return claims if phases == ["Bound"] * len(names) else None
+
+    claims = await env.kube_wait(all_bound, "every claim's phase Bound", timeout=60)
     for name in names:
         claim = claims[f"data-{name}"]
         assert claim["status"]["phase"] == "Bound", claim
@@ -218,11 +226,16 @@ async def test_failing_provisioner_binds_nothing_and_the_gang_is_retried(env: Vo
         await env.kube_wait(retried, "provisioning attempted three times")
         pods = await env.pods()
         assert not any(p["spec"].get("nodeName") for p in pods.values()), pods
-        cond = await env.pod_condition("a")
+
+        async def failure_reported() -> JSON | None:
+            # Written by the scheduler once it sees the failure, after the provisioner counted.
+            cond = await env.pod_condition("a")
+            return cond if "provisioning failed for PVC" in cond.get("message", "") else None
+
+        cond = await env.kube_wait(failure_reported, "a says provisioning failed", timeout=60)
         assert cond.get("status") == "False", cond
-        assert "provisioning failed for PVC" in cond.get("message", ""), cond
         group = await env.kube.get(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/job")
-        assert group["status"].get("scheduled", 0) == 0, group
+        assert (group.get("status") or {}).get("scheduled", 0) == 0, group
         provisioner.fail = False
         placed = await env.wait_bound(names, timeout=90)
     claims = await env.claims()
@@ -239,10 +252,13 @@ async def test_member_with_a_pv_pinned_to_a_full_node_binds_nothing(env: VolumeE
     await create_gang(env, "job", [("a", []), ("b", ["pinned"])])
 
     async def reported() -> JSON | None:
+        # Both reasons: a verdict reached before the scheduler saw the PV may name only
+        # the volume.
         cond = await env.pod_condition("b")
-        return cond if "volume" in cond.get("message", "") else None
+        message = cond.get("message", "")
+        return cond if "volume" in message and "Insufficient cpu" in message else None
 
-    cond = await env.kube_wait(reported, "b reported unschedulable")
+    cond = await env.kube_wait(reported, "b reported unschedulable (volume, Insufficient cpu)")
     assert cond is not None
     assert "Insufficient cpu" in cond["message"], cond
     await asyncio.sleep(3)  # a few retries later, still nothing bound

@@ -44,11 +44,16 @@ class Provisioner:
 
     async def _run(self) -> None:
         while True:
-            claims = await self.kube.get(
-                f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims"
-            )
-            for claim in claims["items"]:
-                await self._handle(claim)
+            try:
+                claims = await self.kube.get(
+                    f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims"
+                )
+                for claim in claims["items"]:
+                    await self._handle(claim)
+            except Exception as exc:  # cancellation (a BaseException) still ends it
+                # One failed request (a slow API server) must not end the provisioner
+                # silently: the test would then wait for a volume that never comes.
+                print(f"test provisioner: {exc!r}; retrying")
             await asyncio.sleep(0.2)
 
     async def _handle(self, claim: JSON) -> None:
