@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from .csi_provisioner import SELECTED_NODE, STORAGE_PROVISIONER, CsiProvisioner
+from .harness import eventually
 from .k8s import JSON, Kube, unique_name, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
@@ -90,6 +91,9 @@ async def test_provisions_on_the_selected_node_and_the_pv_controller_binds(
             ]
         }
     ]
+    # The provisioner records what it did after the API server answered it, so the cluster
+    # can show the result before the record is there: wait for the records too.
+    await eventually(lambda: provisioner.provisioned, timeout=30, what="the provision recorded")
     assert provisioner.provisioned == {f"{namespace}/data": nodes[1]}
 
     # Deleting the claim releases the volume (pvc-protection lets it go: no pod uses it)
@@ -97,6 +101,7 @@ async def test_provisions_on_the_selected_node_and_the_pv_controller_binds(
     await kube.delete(path)
     await kube.wait_gone(path, timeout=60)
     await kube.wait_gone(f"/api/v1/persistentvolumes/pvc-{uid}", timeout=60)
+    await eventually(lambda: provisioner.reclaimed, timeout=30, what="the reclaim recorded")
     assert provisioner.reclaimed == [f"pvc-{uid}"]
 
 
@@ -115,6 +120,7 @@ async def test_a_failing_provisioner_removes_selected_node_and_provisions_elsewh
         timeout=60,
         what="selected-node removed by the failing provisioner",
     )
+    await eventually(lambda: provisioner.failures, timeout=30, what="the failure recorded")
     assert provisioner.failures == [(f"{namespace}/scratch", nodes[0])]
     assert provisioner.provisioned == {}
     uid = created["metadata"]["uid"]
@@ -127,7 +133,7 @@ async def test_a_failing_provisioner_removes_selected_node_and_provisions_elsewh
         )
         return any(e["regarding"]["name"] == "scratch" for e in events["items"])
 
-    await wait_for(failed_event, timeout=30, what="a ProvisioningFailed event on the claim")
+    await wait_for(failed_event, timeout=60, what="a ProvisioningFailed event on the claim")
 
     # The scheduler's retry on another node succeeds.
     await select_node(kube, path, nodes[1])
@@ -138,5 +144,6 @@ async def test_a_failing_provisioner_removes_selected_node_and_provisions_elsewh
         what="the claim Bound after the retry",
     )
     assert bound["spec"]["volumeName"] == f"pvc-{uid}"
+    await eventually(lambda: provisioner.provisioned, timeout=30, what="the provision recorded")
     assert provisioner.provisioned == {f"{namespace}/scratch": nodes[1]}
     await kube.delete(f"/api/v1/namespaces/{namespace}")
