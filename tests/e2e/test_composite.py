@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from .harness import eventually
 from .k8s import JSON, Kube, condition
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
 from .test_explain import explain_json
@@ -98,15 +99,29 @@ async def test_a_three_level_tree_binds_whole_or_not_at_all(env: Env) -> None:
     found = condition(job, CPG_CONDITION) or {}
     assert found.get("observedGeneration", 0) == job["metadata"].get("generation", 0)
     assert "minGroupCount (2) cannot be satisfied" in found["message"], found
-    slices = await env.kube.get(f"{cpg_path}/slices")
-    assert state(slices, CPG_CONDITION)[0] == "False", slices.get("status")
+    # Each level's status is its own write: wait for the inner one too.
+    await env.kube.wait_for_object(
+        f"{cpg_path}/slices",
+        lambda g: state(g, CPG_CONDITION)[0] == "False",
+        timeout=60,
+        what="slices CompositePodGroupInitiallyScheduled=False",
+    )
     await asyncio.sleep(3)  # a few more cycles: still nothing of the tree may be bound
     pods = await env.pods()
     bound = {name: pods[name]["spec"].get("nodeName") for name in TREE_PODS}
     assert not any(bound.values()), f"part of the tree was bound: {bound}"
-    for name in TREE_PODS:
-        scheduled = condition(pods[name], "PodScheduled") or {}
-        assert (scheduled.get("status"), scheduled.get("reason")) == ("False", "Unschedulable")
+
+    async def members_unschedulable() -> bool:
+        # The pods' conditions are written apart from the groups' status (and a member that
+        # arrived late may first have said it waits for the others): wait for Unschedulable
+        # on all, nothing bound meanwhile.
+        pods = await env.pods()
+        bound = {name: pods[name]["spec"].get("nodeName") for name in TREE_PODS}
+        assert not any(bound.values()), f"part of the tree was bound: {bound}"
+        states = {state(pods[name], "PodScheduled") for name in TREE_PODS}
+        return states == {("False", "Unschedulable")}
+
+    await eventually(members_unschedulable, timeout=60, what="every member Unschedulable")
 
     # `gangsched explain` on the live cluster shows the tree and the level that fails.
     explained = await explain_json(f"{env.ns}/job", kubeconfig=env.sched.kubeconfig)
