@@ -74,8 +74,13 @@ async def test_upstream_condition_is_kube_schedulers_and_other_conditions_surviv
     def initially(status: str) -> Any:
         return lambda g: (condition(g, INITIALLY) or {}).get("status") == status
 
+    def unschedulable(g: JSON) -> bool:
+        # The verdict on both members (not one written while the second was still arriving).
+        found = condition(g, INITIALLY) or {}
+        return found.get("status") == "False" and "Insufficient cpu" in found.get("message", "")
+
     group = await env.kube.wait_for_object(
-        group_path, initially("False"), timeout=60, what="PodGroupInitiallyScheduled=False"
+        group_path, unschedulable, timeout=60, what="PodGroupInitiallyScheduled=False, no cpu"
     )
     mine = condition(group, INITIALLY) or {}
     assert mine["reason"] == "Unschedulable"
@@ -163,9 +168,13 @@ async def test_sigs_status_writes_leave_other_conditions_alone(env: Env) -> None
     await env.wait_bound(["g-0", "g-1"])
     group = await env.kube.wait_for_object(
         group_path,
-        lambda g: (condition(g, "PodGroupScheduled") or {}).get("status") == "True",
+        # The count follows the binds the scheduler has seen: wait for both with the condition.
+        lambda g: (
+            (condition(g, "PodGroupScheduled") or {}).get("status") == "True"
+            and (g.get("status") or {}).get("scheduled") == 2
+        ),
         timeout=60,
-        what="PodGroupScheduled=True",
+        what="PodGroupScheduled=True and scheduled 2",
     )
     assert group["status"]["scheduled"] == 2
     assert (condition(group, THEIRS) or {}).get("message") == "hi"
