@@ -100,7 +100,7 @@ async def test_node_created_at_runtime_is_managed_by_kwok(kube: Kube) -> None:
         node = await kube.wait_for_object(
             f"/api/v1/nodes/{name}",
             is_node_ready,
-            timeout=30,
+            timeout=60,
         )
         assert node["status"]["allocatable"]["cpu"] == "2"
     finally:
@@ -114,7 +114,7 @@ async def test_bound_pod_turns_running(kube: Kube) -> None:
         running = await kube.wait_for_object(
             f"{PODS}/{name}",
             lambda p: p.get("status", {}).get("phase") == "Running",
-            timeout=30,
+            timeout=60,
             what=f"pod {name} Running",
         )
         assert running["spec"]["nodeName"] == "kwok-node-0"
@@ -134,13 +134,13 @@ async def test_graceful_delete_of_running_pod_completes(kube: Kube) -> None:
     pod = await create_bound_pod(kube, "kwok-node-1")
     name = pod["metadata"]["name"]
     await kube.wait_for_object(
-        f"{PODS}/{name}", lambda p: p.get("status", {}).get("phase") == "Running", timeout=30
+        f"{PODS}/{name}", lambda p: p.get("status", {}).get("phase") == "Running", timeout=60
     )
     # A graceful delete only sets deletionTimestamp; kwok (standing in for the kubelet)
     # finalizes it, so the pod really disappears -- preemption victims must go away.
     deleted = await kube.delete(f"{PODS}/{name}", grace_period_seconds=30)
     assert deleted is not None
-    await kube.wait_gone(f"{PODS}/{name}", timeout=30)
+    await kube.wait_gone(f"{PODS}/{name}", timeout=60)
 
 
 async def test_pod_with_node_name_runs_without_scheduler(kube: Kube) -> None:
@@ -148,7 +148,7 @@ async def test_pod_with_node_name_runs_without_scheduler(kube: Kube) -> None:
     await kube.create(PODS, pod_manifest(name, node_name="kwok-node-0"))
     try:
         await kube.wait_for_object(
-            f"{PODS}/{name}", lambda p: p.get("status", {}).get("phase") == "Running", timeout=30
+            f"{PODS}/{name}", lambda p: p.get("status", {}).get("phase") == "Running", timeout=60
         )
     finally:
         await kube.delete(f"{PODS}/{name}", grace_period_seconds=0)
@@ -327,7 +327,7 @@ def baseline_scheduler(cluster: Cluster) -> Iterator[None]:
 
 async def _delete_pods(kube: Kube, selector: str) -> None:
     await kube.request("DELETE", PODS, {"gracePeriodSeconds": 0}, query={"labelSelector": selector})
-    await wait_for(lambda: _no_pods(kube, selector), timeout=30, what=f"pods {selector} to be gone")
+    await wait_for(lambda: _no_pods(kube, selector), timeout=60, what=f"pods {selector} to be gone")
 
 
 async def _no_pods(kube: Kube, selector: str) -> bool:

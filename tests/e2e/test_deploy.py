@@ -119,7 +119,7 @@ async def test_manifests_apply_and_describe_a_production_deployment(
         )
         return pods["items"] if len(pods["items"]) == 2 else None
 
-    made = await wait_for(replicas, timeout=60, what="the Deployment's two pods")
+    made = await wait_for(replicas, timeout=120, what="the Deployment's two pods")
     for replica in made:
         assert replica["spec"]["serviceAccountName"] == "gangsched"
         assert replica["spec"].get("schedulerName", "default-scheduler") == "default-scheduler"
@@ -212,7 +212,7 @@ async def test_locked_install_schedules_on_the_cluster_with_the_configmap_config
 
         await eventually(bound, timeout=60, what="the gang bound by the installed gangsched")
         health = replica.config["healthAddress"]
-        with urllib.request.urlopen(f"http://{health}/healthz", timeout=5) as response:
+        with urllib.request.urlopen(f"http://{health}/healthz", timeout=15) as response:
             assert response.status == 200  # the Deployment's liveness probe
         metrics = replica.http("/metrics")[1]
         assert "scheduler_podgroup_schedule_attempts_total" in metrics
