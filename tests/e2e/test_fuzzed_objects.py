@@ -142,7 +142,7 @@ async def test_fuzzed_objects_are_reported_and_never_bound(
             }
             return set(invalid) <= reported
 
-        await eventually(all_reported, timeout=60, what="an event on every invalid object")
+        await eventually(all_reported, timeout=120, what="an event on every invalid object")
         await asyncio.sleep(3)  # give the scheduler time to (wrongly) bind them
         pods = await workload.pods()
         wrongly = []
