@@ -8,6 +8,7 @@ does, so a process that hangs on shutdown cannot hang the run.
 from __future__ import annotations
 
 import asyncio
+import random
 import signal
 import socket
 import ssl
@@ -17,13 +18,49 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+#: Where free_ports looks when the kernel's ephemeral range cannot be read.
+_EPHEMERAL_DEFAULT = (32768, 60999)
+#: The lowest port free_ports hands out (clear of well-known and registered service ports
+#: people run by hand).
+_LOWEST = 20000
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The range the kernel takes ports from for outgoing connections and `bind(0)`."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return _EPHEMERAL_DEFAULT
+
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports free right now (bound together, then released)."""
-    sockets = [socket.socket() for _ in range(count)]
+    """`count` distinct loopback ports free right now (bound together, then released).
+
+    Chosen below the kernel's ephemeral range: a port from `bind(0)` is in that range, and
+    between its release here and the server's bind there any outgoing connection on the
+    machine (kubectl, an HTTP poll, another test session) could be given it as its local
+    port, and the server would then fail with "address already in use". Below the range only
+    a program binding that very port explicitly can take it."""
+    low, _ = ephemeral_port_range()
+    candidates = list(range(_LOWEST, low)) if low - _LOWEST >= 10 * count else []
+    random.shuffle(candidates)
+    sockets: list[socket.socket] = []
     try:
-        for s in sockets:
+        for port in candidates:
+            if len(sockets) == count:
+                break
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+        while len(sockets) < count:  # no room below the range: the kernel's choice
+            s = socket.socket()
             s.bind(("127.0.0.1", 0))
+            sockets.append(s)
         return [s.getsockname()[1] for s in sockets]
     finally:
         for s in sockets:
