@@ -204,12 +204,14 @@ async def test_gang_that_cannot_fit_reports_then_binds_whole_when_capacity_appea
     assert "minCount (3) cannot be satisfied" in cond["message"]
     assert "Insufficient cpu" in cond["message"]
     assert not any(p["spec"].get("nodeName") for p in pods.values())
+    # The group's status is its own write and may still hold an earlier verdict: wait for
+    # Unschedulable there too.
     group = await env.kube.wait_for_object(
         f"/apis/{SIGS}/namespaces/{env.ns}/podgroups/big",
-        lambda g: (condition(g, "PodGroupScheduled") or {}).get("status") == "False",
-        what="PodGroup condition",
+        lambda g: (condition(g, "PodGroupScheduled") or {}).get("reason") == "Unschedulable",
+        what="PodGroup condition Unschedulable",
     )
-    assert (condition(group, "PodGroupScheduled") or {})["reason"] == "Unschedulable"
+    assert (condition(group, "PodGroupScheduled") or {})["status"] == "False"
 
     async def group_event() -> bool:
         # Events are posted on their own, not with the status: wait for the PodGroup's.
