@@ -79,8 +79,9 @@ async def scene(cluster: Cluster, gangsched: Gangsched) -> AsyncIterator[Scene]:
         # The live scheduler has reported on both: PodGroup condition and events.
         await kube.wait_for_object(
             f"/apis/{SIGS}/namespaces/{s.ns}/podgroups/big",
-            lambda g: (condition(g, "PodGroupScheduled") or {}).get("status") == "False",
-            what="PodGroupScheduled=False on big",
+            # Unschedulable (not an earlier False saying the gang waits for its members).
+            lambda g: (condition(g, "PodGroupScheduled") or {}).get("reason") == "Unschedulable",
+            what="PodGroupScheduled=False/Unschedulable on big",
             timeout=90,
         )
         await wait_for(
@@ -96,8 +97,8 @@ async def scene(cluster: Cluster, gangsched: Gangsched) -> AsyncIterator[Scene]:
         # The pod's condition is written apart from its event: explain reads both.
         await kube.wait_for_object(
             f"/api/v1/namespaces/{s.ns}/pods/lonely",
-            lambda p: (condition(p, "PodScheduled") or {}).get("status") == "False",
-            what="PodScheduled=False on pod lonely",
+            lambda p: (condition(p, "PodScheduled") or {}).get("reason") == "Unschedulable",
+            what="PodScheduled=False/Unschedulable on pod lonely",
             timeout=60,
         )
         gangsched.assert_alive()
