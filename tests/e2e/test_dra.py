@@ -12,6 +12,8 @@ assertions are on the claims.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -198,9 +200,51 @@ class Env:
         items = (await self.kube.get(f"{RESOURCE}/namespaces/{self.ns}/resourceclaims"))["items"]
         return {c["metadata"]["name"]: c for c in items}
 
+    async def cleanup(self) -> None:
+        await remove_dra_objects(self.kube, self.ns, self.nodes, self.device_class)
+
     async def pods(self) -> dict[str, JSON]:
         items = (await self.kube.get(f"/api/v1/namespaces/{self.ns}/pods"))["items"]
         return {p["metadata"]["name"]: p for p in items}
+
+
+async def remove_dra_objects(
+    kube: Kube, namespace: str, nodes: list[str], device_class: str
+) -> None:
+    """A test's pods, PodGroups, claims (their delete protection too), nodes with their
+    ResourceSlices, DeviceClass and namespace: left behind, the nodes would be heartbeated by
+    kwok and listed by every scheduler for the rest of the session (and catch pods of tests
+    that select no nodes)."""
+    with contextlib.suppress(Exception):
+        for path in (
+            f"/api/v1/namespaces/{namespace}/pods",
+            f"/apis/{SIGS}/namespaces/{namespace}/podgroups",
+            f"/apis/scheduling.k8s.io/v1beta1/namespaces/{namespace}/podgroups",
+        ):
+            await kube.delete(path, grace_period_seconds=0)
+    with contextlib.suppress(Exception):
+        claims = await kube.get(f"{RESOURCE}/namespaces/{namespace}/resourceclaims")
+        for claim in claims["items"]:
+            path = f"{RESOURCE}/namespaces/{namespace}/resourceclaims/{claim['metadata']['name']}"
+            if claim["metadata"].get("finalizers"):
+                await kube.patch(path, {"metadata": {"finalizers": None}})
+            await kube.delete(path)
+    for node in nodes:
+        with contextlib.suppress(Exception):
+            await kube.delete(f"{RESOURCE}/resourceslices/{node}-{DRIVER}")
+            await kube.delete(f"/api/v1/nodes/{node}")
+    with contextlib.suppress(Exception):
+        await kube.delete(f"{RESOURCE}/deviceclasses/{device_class}")
+        await kube.delete(f"/api/v1/namespaces/{namespace}")
+
+
+@pytest.fixture
+async def env(kube: Kube, cluster: Cluster) -> AsyncIterator[Env]:
+    made = Env(kube, cluster)
+    try:
+        yield made
+    finally:
+        await made.cleanup()
 
 
 def gpu_slice(node: str) -> JSON:
@@ -261,10 +305,9 @@ async def watch_order(kube: Kube, env: Env, seen: dict[str, int], stop: asyncio.
 
 async def test_gang_claims_allocated_and_reserved_before_binding(
     kube: Kube,
-    cluster: Cluster,
+    env: Env,
     gangsched: Gangsched,  # noqa: F811
 ) -> None:
-    env = Env(kube, cluster)
     await env.setup(nodes=2)
     await env.template("four-gpus", 4)
     seen: dict[str, int] = {}
@@ -315,10 +358,9 @@ async def test_gang_claims_allocated_and_reserved_before_binding(
 
 async def test_gang_that_cannot_get_its_devices_binds_nothing(
     kube: Kube,
-    cluster: Cluster,
+    env: Env,
     gangsched: Gangsched,  # noqa: F811
 ) -> None:
-    env = Env(kube, cluster)
     await env.setup(nodes=1)
     await env.template("four-gpus", 4)
     names = await env.gang("too-big", 3, "four-gpus")  # one node has two domains of 4
@@ -338,10 +380,9 @@ async def test_gang_that_cannot_get_its_devices_binds_nothing(
 
 async def test_high_priority_gpu_gang_preempts_a_low_gpu_job(
     kube: Kube,
-    cluster: Cluster,
+    env: Env,
     gangsched: Gangsched,  # noqa: F811
 ) -> None:
-    env = Env(kube, cluster)
     await env.setup(nodes=1)
     await env.template("eight-gpus", 4)
     low = await env.gang("low", 2, "eight-gpus")  # both domains of the node

@@ -17,7 +17,7 @@ import pytest
 
 from .k8s import JSON, Kube, condition, fake_node, pod_manifest, unique_name, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
-from .test_dra import DRIVER, RESOURCE, SIGS, devices_of
+from .test_dra import DRIVER, RESOURCE, SIGS, devices_of, remove_dra_objects
 from .test_volumes_side_by_side import BASELINE, baseline  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="session")]
@@ -344,9 +344,12 @@ async def test_gangsched_and_kube_scheduler_agree_on_claims(
     results: dict[str, Outcome] = {}
     for scheduler in ("gangsched", BASELINE):
         env = DraEnv(kube, scheduler)
-        await env.setup()
-        names = await CASES[case](env)
-        results[scheduler] = await settle(env, names)
+        try:
+            await env.setup()
+            names = await CASES[case](env)
+            results[scheduler] = await settle(env, names)
+        finally:
+            await remove_dra_objects(kube, env.ns, list(env.nodes.values()), env.device_class)
     gangsched.assert_alive()
     ours, theirs = results["gangsched"], results[BASELINE]
     print(f"\n{case}: gangsched {ours}\n{case}: kube-scheduler {theirs}")
