@@ -36,6 +36,8 @@ GANGSCHED_PG = "podgroups.scheduling.sigs.k8s.io"
 X_K8S_PG = "podgroups.scheduling.x-k8s.io"
 UPSTREAM = "scheduling.k8s.io/v1beta1"
 BASELINE = "kube-scheduler-baseline"
+#: The session cluster's nodes (hack/cluster-up.sh, NODES=2 by default).
+OWN_NODES = frozenset({"kwok-node-0", "kwok-node-1"})
 
 
 def scenario_podgroups() -> list[tuple[str, JSON]]:
@@ -89,8 +91,11 @@ async def test_fake_nodes_become_ready(cluster: Cluster, kube: Kube) -> None:
 
 
 async def _ready_nodes(kube: Kube, count: int) -> list[JSON] | None:
+    """The cluster's own Ready nodes (other tests' nodes may be there too, whatever order
+    the tests run in)."""
     ready = await kube.ready_nodes()
-    return ready if len(ready) >= count else None
+    own = [n for n in ready if n["metadata"]["name"].startswith("kwok-node-")]
+    return own if len(own) >= count else None
 
 
 async def test_node_created_at_runtime_is_managed_by_kwok(kube: Kube) -> None:
@@ -283,7 +288,27 @@ def upstream_podgroup(name: str, min_count: int, *, all_mode: bool = False, **sp
 
 
 def group_pod(name: str, group: str, **kwargs: Any) -> JSON:
-    return pod_manifest(name, extra_spec={"schedulingGroup": {"podGroupName": group}}, **kwargs)
+    """A member of upstream PodGroup `group`, kept to the cluster's own two nodes (the
+    gang sizes below count on their 2 x 4 CPUs; other tests' nodes may exist)."""
+    own_nodes = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "kubernetes.io/hostname",
+                                "operator": "In",
+                                "values": sorted(OWN_NODES),
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    extra = {"schedulingGroup": {"podGroupName": group}, "affinity": own_nodes}
+    return pod_manifest(name, extra_spec=extra, **kwargs)
 
 
 async def test_upstream_podgroup_api_is_served(kube: Kube) -> None:
