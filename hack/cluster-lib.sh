@@ -123,8 +123,25 @@ port_in_use() { # true if something accepts TCP connections on BIND_ADDRESS:PORT
 }
 
 free_port() { # a TCP port on BIND_ADDRESS that nothing listens on now
-  python3 -c 'import socket, sys
-s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1]); s.close()' "$BIND_ADDRESS"
+  # Below the kernel's ephemeral range (as devtools/processes.free_ports): a bind(0) port could
+  # be handed to an outgoing connection before the server that is to listen on it starts.
+  python3 -c 'import random, socket, sys
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+ports = list(range(20000, low)) if low > 20100 else []
+random.shuffle(ports)
+for port in ports + [0]:
+    s = socket.socket()
+    try:
+        s.bind((sys.argv[1], port))
+    except OSError:
+        s.close()
+        continue
+    print(s.getsockname()[1])
+    s.close()
+    break' "$BIND_ADDRESS"
 }
 
 http_ok() { # http_ok URL [TOKEN]: true if GET URL answers 2xx (TLS not verified: local health only)
