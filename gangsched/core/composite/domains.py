@@ -18,7 +18,9 @@ import numpy as np
 
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.cycle import GangMember, GangPlacer
+from gangsched.core.framework import Framework
 from gangsched.core.model import GroupRef
+from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.topology.domain_filter import confined
 from gangsched.core.topology.domains import Domain, partition
@@ -87,6 +89,21 @@ def confined_placer(
     where the placer is the topology placer)."""
     masks = dict.fromkeys(refs, mask)
     framework = confined(placer.framework, masks, dict.fromkeys(masks, name))
+    if isinstance(placer, TopologyPlacer):
+        return TopologyPlacer(framework, placer.config, placer.topology)
+    return GangPlacer(framework, placer.config)
+
+
+def packing_placer(placer: GangPlacer) -> GangPlacer:
+    """`placer` with its filters (domain confinement included) and nodes scored fullest
+    first (MostAllocated over CPU and memory, as the gang cycle's bin-packing attempt): the
+    level-by-level pass that fills nodes in use before it opens an idle one, where the
+    pod-by-pod tightest search cannot keep levels in their domains."""
+    framework = Framework(
+        filters=placer.framework.filters,
+        scores=[(MostAllocated({"cpu": 1.0, "memory": 1.0}), 1.0)],
+        pre_filters=placer.framework.pre_filters,
+    )
     if isinstance(placer, TopologyPlacer):
         return TopologyPlacer(framework, placer.config, placer.topology)
     return GangPlacer(framework, placer.config)

@@ -25,7 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gangsched.core.composite.attempt import Attempt
-from gangsched.core.composite.domains import bound_domains, candidate_domains, confined_placer
+from gangsched.core.composite.domains import (
+    bound_domains,
+    candidate_domains,
+    confined_placer,
+    packing_placer,
+)
 from gangsched.core.composite.search import backtrack, fragmentation, leaf_orders, subset_search
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.composite.validation import validate_tree
@@ -78,6 +83,8 @@ class TreePlacement:
         self.leaf_topology = any(
             node.group is not None and node.group.topology is not None for node in self.nodes
         )
+        #: This placement is itself the packing pass of _least_fragmented (no second one).
+        self.packing = False
 
     def ancestors_within(self, node: TreeNode) -> list[TreeNode]:
         """The levels above `node` up to this placement's root (a subtree stops there)."""
@@ -174,6 +181,7 @@ class TreePlacement:
                 self.snap,
                 outer=mask,
             )
+            inner.packing = self.packing
             result = inner.place()
             if result.code is Code.SUCCESS:
                 result.strategy = f"{result.strategy} in {domain.name}"
@@ -252,25 +260,30 @@ class TreePlacement:
         (search.fragmentation). Each candidate is judged whole, after the children not needed
         are placed too (_extend): more pods placed first, then fewer idle nodes opened, then
         fewer nodes touched. The first placement found (upstream's greedy one where it
-        succeeds) is kept unless the tightest-first search beats it; when it opens no idle
-        node it is already as good and nothing more is searched. The loser is rolled back; the
-        first one is found again by re-running its deterministic search on the same snapshot."""
+        succeeds) is kept unless a tighter one beats it; when it opens no idle node it is
+        already as good and nothing more is searched. The tighter one comes from the
+        tightest-first pod-by-pod search, or, where a level below the root or a leaf has a
+        topology constraint (that search knows no domains), from the same level-by-level pass
+        with nodes in use scored first (_packed): each constrained level then keeps its
+        domain, and every constrained level's own placement below makes the same comparison.
+        The loser is rolled back; the first one is found again by re-running its
+        deterministic search on the same snapshot."""
         snap = self.snap
         self._extend(self.tree, found)
         score = _rank(snap, found)
-        if (
-            score[1] == 0
-            or self.nested_constraints
-            or self.leaf_topology
-            or self.placer.config.search_budget <= 0
-        ):
+        if score[1] == 0 or self.packing or self.placer.config.search_budget <= 0:
             return self._success(found, strategy, extended=True)
         snap.rollback(mark)
-        tight = backtrack(self, tightest=True)
-        if tight is not None:
-            self._extend(self.tree, tight)
-            if _rank(snap, tight) < score:
-                return self._success(tight, f"{strategy}+least-fragmented", extended=True)
+        if self.nested_constraints or self.leaf_topology:
+            packed = self._packed()
+            if packed is not None and _rank(snap, packed) < score:
+                return self._success(packed, f"{strategy}+least-fragmented", extended=True)
+        else:
+            tight = backtrack(self, tightest=True)
+            if tight is not None:
+                self._extend(self.tree, tight)
+                if _rank(snap, tight) < score:
+                    return self._success(tight, f"{strategy}+least-fragmented", extended=True)
         snap.rollback(mark)
         again = Attempt()
         if rerun is None:
@@ -278,6 +291,17 @@ class TreePlacement:
         else:
             again = rerun() or again
         return self._success(again, strategy)
+
+    def _packed(self) -> Attempt | None:
+        """The greedy pass again, with every level and leaf placed by the packing placer
+        (domains.packing_placer), its unneeded children placed too; None if it fails."""
+        packing = TreePlacement(packing_placer(self.placer), self.gang, self.snap, outer=self.outer)
+        packing.packing = True
+        at = Attempt()
+        if not packing._greedy(packing.tree, at) or not at.placements:
+            return None
+        packing._extend(packing.tree, at)
+        return at
 
     # ------------------------------------------------------------------------ greedy
     def _greedy(self, node: TreeNode, at: Attempt) -> bool:
@@ -333,6 +357,7 @@ class TreePlacement:
                 self.snap,
                 outer=mask,
             )
+            inner.packing = self.packing
             result = inner.place(allow_empty=True)
             if result.code is Code.SUCCESS:
                 at.placements.extend(result.placements)

@@ -4,7 +4,9 @@
   every CompositePodGroup with anything bound below it has minGroupCount satisfied children;
 - no node is overcommitted;
 - the search is exact on small trees: where brute force over every (pod -> node or nowhere)
-  assignment finds a placement of the tree, the first cycle places it.
+  assignment finds a placement of the tree, the first cycle places it;
+- the placement kept is never more fragmented than upstream's greedy one, also where levels
+  below the root or leaves keep their pods in one rack (and those constraints hold).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from gangsched.core.cycle import CycleConfig, CycleResult
 from gangsched.core.decisions import Bind
 from gangsched.core.model import Dialect, Node, Pod, PodGroup
 from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler, SchedulerConfig
+from gangsched.core.topology.request import TopologyRequest
 from tests.builders import SCHEDULER, node, pod
 from tests.unit.composite.trees import cpg, leaf, run, tree_cluster
 
+RACK = "example.com/rack"
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -43,9 +47,16 @@ class Tree:
 
 
 @st.composite
-def trees(draw: st.DrawFn, max_pods: int = 6) -> Tree:
+def trees(draw: st.DrawFn, max_pods: int = 6, constrained: bool = False) -> Tree:
+    """Random small trees; `constrained` labels the nodes with two racks and gives some
+    levels below the root and some leaves a rack constraint."""
     nodes = [
-        node(f"n{i}", cpu=draw(st.integers(1, 4)), pods=draw(st.integers(1, 4)))
+        node(
+            f"n{i}",
+            cpu=draw(st.integers(1, 4)),
+            pods=draw(st.integers(1, 4)),
+            labels={RACK: draw(st.sampled_from(["r0", "r1"]))} if constrained else None,
+        )
         for i in range(draw(st.integers(1, 3)))
     ]
     composites: list[CompositePodGroup] = []
@@ -59,7 +70,10 @@ def trees(draw: st.DrawFn, max_pods: int = 6) -> Tree:
         size = min(draw(st.integers(min_count, min_count + 1)), max_pods - len(pods))
         size = max(size, 1)
         counter[0] += 1
-        groups.append(leaf(name, min_count, parent=parent, created=float(counter[0])))
+        group = leaf(name, min_count, parent=parent, created=float(counter[0]))
+        if constrained and draw(st.booleans()):
+            group.topology = TopologyRequest(required=RACK)
+        groups.append(group)
         for i in range(size):
             counter[0] += 1
             pods.append(
@@ -75,14 +89,15 @@ def trees(draw: st.DrawFn, max_pods: int = 6) -> Tree:
     def add_composite(name: str, parent: str | None, depth: int) -> None:
         kids = draw(st.integers(1, 3 if depth == 0 else 2))
         gang = draw(st.booleans())
-        composites.append(
-            cpg(
-                name,
-                draw(st.integers(1, kids)) if gang else None,
-                parent=parent,
-                created=float(len(composites)),
-            )
+        level = cpg(
+            name,
+            draw(st.integers(1, kids)) if gang else None,
+            parent=parent,
+            created=float(len(composites)),
         )
+        if constrained and depth > 0 and draw(st.booleans()):
+            level.topology_key = RACK
+        composites.append(level)
         for k in range(kids):
             if len(pods) >= max_pods:
                 break
@@ -237,3 +252,49 @@ def test_the_chosen_placement_is_never_more_fragmented_than_the_greedy_one(tree:
         return  # the tree was never ready
     assert chosen_reports[0].result == greedy_reports[0].result
     assert rank(chosen_reports[0]) <= rank(greedy_reports[0])
+
+
+def racks_below(state: ClusterState, name: str) -> set[str]:
+    """The racks of the bound pods of the leaf or the composite level `name`."""
+    children = state.tree_children()
+    composites = {c.ref.name: c for c in state.composites.values()}
+    leaves: list[str] = []
+    stack = [name]
+    while stack:
+        current = stack.pop()
+        if current in composites:
+            stack += [kid.name for kid in children.get(composites[current].ref, [])]
+        else:
+            leaves.append(current)
+    return {
+        state.nodes[p.node_name].labels[RACK]
+        for p in state.pods.values()
+        if p.group in leaves and p.node_name is not None
+    }
+
+
+@SETTINGS
+@given(trees(max_pods=5, constrained=True))
+def test_constraints_below_the_root_hold_and_the_chosen_placement_is_never_more_fragmented(
+    tree: Tree,
+) -> None:
+    greedy = copy.deepcopy(tree).cluster()
+    chosen_state = tree.cluster()
+    chosen_reports = run(chosen_state)
+
+    def first_found(
+        self: TreePlacement, found: Attempt, strategy: str, mark: int, **_: object
+    ) -> CycleResult:
+        return self._success(found, strategy)
+
+    with patch.object(TreePlacement, "_least_fragmented", first_found):
+        greedy_reports = run(greedy)
+    assert bool(chosen_reports) == bool(greedy_reports)
+    if not chosen_reports:
+        return  # the tree was never ready
+    assert chosen_reports[0].result == greedy_reports[0].result
+    assert rank(chosen_reports[0]) <= rank(greedy_reports[0])
+    constrained = [c.ref.name for c in tree.composites if c.topology_key is not None]
+    constrained += [g.ref.name for g in tree.groups if g.topology is not None]
+    for name in constrained:
+        assert len(racks_below(chosen_state, name)) <= 1, name

@@ -103,3 +103,87 @@ def test_a_constrained_leaf_is_never_spread_by_the_tree_searches() -> None:
     reports = run(state)
     assert [r.result for r in reports] == [UNSCHEDULABLE], reports[0].message
     assert all(p.node_name is None for p in state.pods.values())
+
+
+# -- the least fragmented placement at every constrained level (issue 20) ---------------------
+def rack_nodes() -> list[Node]:
+    """Zone z1: n1 (rack r1, runs a 1-CPU pod) and n2 (rack r2, idle); zone z2: n3 (rack r3,
+    idle). 4 CPUs each."""
+    layout = [("n1", "z1", "r1"), ("n2", "z1", "r2"), ("n3", "z2", "r3")]
+    return [node(name, cpu=4, labels={ZONE: zone, RACK: rack}) for name, zone, rack in layout]
+
+
+def busy() -> Pod:
+    return pod("busy", cpu=1, node_name="n1")
+
+
+def placed_nodes(state: ClusterState) -> dict[str, str | None]:
+    return {p.name: p.node_name for p in state.pods.values() if p.group}
+
+
+def test_least_fragmented_below_a_constrained_sub_level() -> None:
+    """The root has no constraint; its child CompositePodGroup keeps leaf a in one rack (r1,
+    the fullest), and leaf f hangs off the root unconstrained. The spreading scorer puts f on
+    an idle node; packed, f joins a on n1, which has room, and no idle node is opened."""
+    job = cpg("job", 2)
+    slice_ = cpg("slice", 1, parent="job")
+    slice_.topology_key = RACK
+    a = leaf("a", 2, parent="slice")
+    f = leaf("f", 1, parent="job", created=1)
+    state = tree_cluster(
+        rack_nodes(), [busy(), *members("a", 2), *members("f", 1, start=10)], [a, f], [job, slice_]
+    )
+    reports = run(state)
+    assert reports[0].result == SCHEDULED, reports[0].message
+    assert reports[0].strategy == "greedy+least-fragmented"
+    assert placed_nodes(state) == {"a-0": "n1", "a-1": "n1", "f-0": "n1"}
+
+
+def test_least_fragmented_with_a_leaf_topology_constraint() -> None:
+    """Leaf a asks for one rack itself (the tree-wide tightest search cannot keep it there):
+    the packing pass still places both leaves on the node already in use."""
+    job = cpg("job", 2)
+    a = leaf("a", 2, parent="job")
+    a.topology = TopologyRequest(required=RACK)
+    f = leaf("f", 1, parent="job", created=1)
+    state = tree_cluster(
+        rack_nodes(), [busy(), *members("a", 2), *members("f", 1, start=10)], [a, f], [job]
+    )
+    reports = run(state)
+    assert reports[0].result == SCHEDULED, reports[0].message
+    assert reports[0].strategy == "greedy+least-fragmented"
+    assert placed_nodes(state) == {"a-0": "n1", "a-1": "n1", "f-0": "n1"}
+
+
+def test_least_fragmented_inside_each_of_two_nested_constrained_levels() -> None:
+    """Root in one zone, a sub-level in one rack of it, and an unconstrained leaf under each:
+    the zone is z1 (n1 in use), the rack r1; both loose leaves join n1 instead of opening n2,
+    and the constraints hold."""
+    job = cpg("job", 2)
+    job.topology_key = ZONE
+    slice_ = cpg("slice", 2, parent="job")
+    slice_.topology_key = RACK
+    a = leaf("a", 1, parent="slice")
+    g = leaf("g", 1, parent="slice", created=1)
+    f = leaf("f", 1, parent="job", created=2)
+    pods = [busy(), *members("a", 1), *members("g", 1, start=5), *members("f", 1, start=10)]
+    state = tree_cluster(rack_nodes(), pods, [a, g, f], [job, slice_])
+    reports = run(state)
+    assert reports[0].result == SCHEDULED, reports[0].message
+    assert "least-fragmented" in reports[0].strategy
+    assert placed_nodes(state) == {"a-0": "n1", "g-0": "n1", "f-0": "n1"}
+
+
+def test_a_packed_placement_never_leaves_its_domain() -> None:
+    """Packing must not pull a constrained sub-level onto the used node outside its rack:
+    slice needs two 2-CPU pods in one rack; r1 (n1, busy) has room for one only, so the slice
+    goes to r2 whole even though n1 is the fullest node."""
+    job = cpg("job", 1)
+    slice_ = cpg("slice", 1, parent="job")
+    slice_.topology_key = RACK
+    a = leaf("a", 2, parent="slice")
+    state = tree_cluster(rack_nodes(), [busy(), *members("a", 2, cpu=2)], [a], [job, slice_])
+    reports = run(state)
+    assert reports[0].result == SCHEDULED, reports[0].message
+    racks = {labels_of(state, state.pods[f"default/a-{i}"])[RACK] for i in (0, 1)}
+    assert len(racks) == 1, racks
