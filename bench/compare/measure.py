@@ -68,6 +68,8 @@ class ApiCounts:
 class Watch:
     bound_at: dict[str, float] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)  # deleted, or with a deletionTimestamp
+    #: Pending pods with a status.nominatedNodeName: a preemption still under way.
+    nominated: set[str] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
 
     async def run(self, kube: Kube) -> None:
@@ -91,6 +93,14 @@ class Watch:
                         self.bound_at[name] = now
                     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
                         self.gone.add(name)
+                    if (
+                        obj.get("status", {}).get("nominatedNodeName")
+                        and not obj.get("spec", {}).get("nodeName")
+                        and name not in self.gone
+                    ):
+                        self.nominated.add(name)
+                    else:
+                        self.nominated.discard(name)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a dropped stream: resume from the last version seen

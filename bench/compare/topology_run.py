@@ -3,14 +3,24 @@
 20 racks x 16 kwok nodes (8 CPU, label `bench.example.com/rack`); gangs of 2-32 pods of
 2 CPU (4 per node, 64 per rack), each constrained to one rack (upstream
 `spec.schedulingConstraints.topology`, ours `spec.topology.required`), 70% at priority
-bench-low and 30% at bench-high, created in waves (`t_wave` gangs every `t_wave_s` seconds,
-the same random order for both schedulers in a round) adding up to more than the cluster
-holds, so the high-priority waves preempt. The run ends when no pod has been bound or deleted
-for `t_quiet_s` seconds (or at the timeout). Measured from the pods at the end:
+bench-low and 30% at bench-high, created in waves of `t_wave` gangs (the same random order
+for both schedulers in a round) adding up to more than the cluster holds, so the
+high-priority waves preempt.
+
+A wave is created once the previous one has settled (`t_settle_s`): no bind or deletion for
+that long and no preemption under way (no pending pod nominated). Both schedulers then face
+the same pending gangs at every wave, whatever their speed. With waves on a wall clock
+(`--set t_settle_s=0`: one wave every `t_wave_s` seconds), the victims counted how far a
+scheduler lagged behind the arrivals (one that is still working through the low waves when
+the high ones come admits the high ones first from its queue and preempts nothing), not what
+its preemption chose. The run ends when no pod has been bound or deleted for `t_quiet_s`
+seconds (or at the timeout). Measured from the pods at the end:
 
 * gangs admitted: every member bound and none deleted (a gang that lost a member to
   preemption is not admitted);
-* pods/s: pods bound per second, first creation to last bind;
+* gangs broken: some members still bound, others preempted (the rest make no progress);
+* pods/s: pods bound per second of scheduling, summed per wave from the wave's creation to
+  its last bind (the settling pauses left out); first creation to last bind with clock waves;
 * victims: gang pods that were bound and then deleted (preempted);
 * whole racks free: racks where no node holds a gang pod;
 * largest placeable gang: the most 2-CPU pods one rack still has room for;
@@ -102,23 +112,23 @@ async def run_topology(
         await asyncio.sleep(2.0)
         cpu_before = running.cpu_seconds()
         t_start = time.time()
+        deadline = t_start + timeout
+        wave_starts: list[float] = []
         for first in range(0, len(gangs), sizes.t_wave):
             wave = gangs[first : first + sizes.t_wave]
+            wave_starts.append(time.time())
             await env.post_all(
                 [create_request(g) for g, _ in wave]
                 + [create_request(p) for _, members in wave for p in members]
             )
-            await asyncio.sleep(sizes.t_wave_s)
-        last_change, seen = time.time(), (0, 0)
-        while time.time() - t_start < timeout:
-            now = (len(watch.bound_at), len(watch.gone))
-            if now != seen:
-                seen, last_change = now, time.time()
-            elif time.time() - last_change >= sizes.t_quiet_s:
-                break
-            await asyncio.sleep(0.5)
+            if sizes.t_settle_s > 0:
+                await settle(watch, quiet=sizes.t_settle_s, deadline=deadline)
+            else:
+                await asyncio.sleep(sizes.t_wave_s)
+        await settle(watch, quiet=sizes.t_quiet_s, deadline=deadline)
         result["cpu_s"] = round(running.cpu_seconds() - cpu_before, 2)
-        result.update(await measure(kube, gangs, watch, sizes, t_start))
+        result["waves"] = "settled" if sizes.t_settle_s > 0 else "clock"
+        result.update(await measure(kube, gangs, watch, sizes, wave_starts))
         result["load_after"] = load_average()
         return result
     finally:
@@ -132,12 +142,41 @@ async def run_topology(
             stop_cluster(env.cluster)
 
 
+async def settle(watch: Watch, *, quiet: float, deadline: float) -> None:
+    """Until no pod was bound or deleted for `quiet` seconds and no preemption is under way
+    (a pending pod nominated to a node), or the deadline."""
+    seen, last_change = (-1, -1), time.time()
+    while time.time() < deadline:
+        now = (len(watch.bound_at), len(watch.gone))
+        if now != seen or watch.nominated:
+            seen, last_change = now, time.time()
+        elif time.time() - last_change >= quiet:
+            return
+        await asyncio.sleep(0.5)
+
+
+def scheduling_seconds(binds: list[float], wave_starts: list[float], *, settled: bool) -> float:
+    """Seconds spent scheduling: per wave, its creation to its last bind before the next wave
+    (settled waves), or the first creation to the last bind (clock waves overlap)."""
+    if not binds:
+        return 0.0
+    if not settled:
+        return binds[-1] - wave_starts[0]
+    total = 0.0
+    ends = [*wave_starts[1:], float("inf")]
+    for created, end in zip(wave_starts, ends, strict=True):
+        inside = [t for t in binds if created <= t < end]
+        if inside:
+            total += max(inside) - created
+    return total
+
+
 async def measure(
     kube: Kube,
     gangs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
     watch: Watch,
     sizes: Sizes,
-    t_start: float,
+    wave_starts: list[float],
 ) -> dict[str, Any]:
     items = (await kube.get(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
     live = {
@@ -148,7 +187,8 @@ async def measure(
     node_rack = {
         f"bench-node-{i:05d}": rack_of(i, sizes) for i in range(sizes.t_racks * sizes.t_rack_nodes)
     }
-    admitted = admitted_pods = spans = 0
+    t_start = wave_starts[0]
+    admitted = admitted_pods = spans = broken = 0
     high_admitted = 0
     for group, members in gangs:
         names = [p["metadata"]["name"] for p in members]
@@ -158,6 +198,8 @@ async def measure(
             admitted_pods += len(names)
             spans += len({node_rack[str(n)] for n in placed})
             high_admitted += group["spec"].get("priorityClassName") == "bench-high"
+        elif any(placed) and any(n in watch.gone for n in names):
+            broken += 1
     gang_pods = {p["metadata"]["name"] for _, members in gangs for p in members}
     victims = sum(1 for n in gang_pods if n in watch.gone and n in watch.bound_at)
     used: dict[str, int] = defaultdict(int)
@@ -169,12 +211,15 @@ async def measure(
     for node, rack in node_rack.items():
         room[rack] += (8 - used.get(node, 0)) // POD_CPU
     binds = sorted(t for n, t in watch.bound_at.items() if n in gang_pods)
+    busy = scheduling_seconds(binds, wave_starts, settled=sizes.t_settle_s > 0)
     return {
         "gangs_admitted": admitted,
         "high_gangs_admitted": high_admitted,
+        "gangs_broken": broken,
         "pods_running": admitted_pods,
         "pods_bound_total": len(binds),
-        "pods_per_s": round(len(binds) / max(binds[-1] - t_start, 1e-9), 1) if binds else 0.0,
+        "pods_per_s": round(len(binds) / max(busy, 1e-9), 1) if binds else 0.0,
+        "scheduling_s": round(busy, 2),
         "victims": victims,
         "racks_fully_free": sizes.t_racks - len(racks_used),
         "largest_placeable_gang": max(room.values(), default=0),

@@ -65,6 +65,9 @@ class Sizes:
     t_high_share: float = 0.3
     t_wave: int = 10
     t_wave_s: float = 3.0
+    #: A wave is created once the previous one has settled: no bind or deletion for this
+    #: long and no preemption under way; 0: every t_wave_s seconds (bench/README.md, (t)).
+    t_settle_s: float = 10.0
     t_quiet_s: float = 45.0
 
 
