@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gangsched.core.api.network_topology import NetworkTopology, resolve_gather_rules
 from gangsched.core.composite.model import CompositePodGroup
 from gangsched.core.composite.tree import (
     BrokenTree,
@@ -32,6 +33,7 @@ from gangsched.core.model import (
     PriorityClass,
 )
 from gangsched.core.snapshot import Snapshot
+from gangsched.core.topology.request import GatherRule, TopologyRequest
 from gangsched.core.volumes.book import VolumeBook
 
 
@@ -52,6 +54,9 @@ class ClusterState:
     dra: DraState | None = None
     #: scheduling.k8s.io/v1alpha3 CompositePodGroups: the inner levels of PodGroup trees.
     composites: dict[GroupRef, CompositePodGroup] = field(default_factory=dict)
+    #: Koordinator's ClusterNetworkTopology layers (None while none exists): an annotation
+    #: gang's network-topology-spec is resolved against them whenever its group is built.
+    network_topology: NetworkTopology | None = None
     #: CompositePodGroup -> children, rebuilt on the next question after any group changes.
     _children: dict[GroupRef, list[GroupRef]] | None = None
 
@@ -69,8 +74,9 @@ class ClusterState:
         volumes: VolumeBook | None = None,
         dra: DraState | None = None,
         composites: Iterable[CompositePodGroup] = (),
+        network_topology: NetworkTopology | None = None,
     ) -> ClusterState:
-        state = cls(scheduler_name=scheduler_name)
+        state = cls(scheduler_name=scheduler_name, network_topology=network_topology)
         state.composites = {composite.ref: composite for composite in composites}
         state.nodes = {node.name: node for node in nodes}
         state.pods = {pod.key: pod for pod in pods}
@@ -132,6 +138,7 @@ class ClusterState:
             # Finished pods are no members (kube-scheduler's informer drops them): a gang
             # sized by its pod count does not wait for pods that already ran.
             live = [p for p in members if not p.is_finished]
+            topology = self._annotation_topology(spec.gather) if spec else None
             return PodGroup(
                 ref=ref,
                 min_member=(spec.min_available or 1) if spec else max(len(live), 1),
@@ -140,8 +147,19 @@ class ClusterState:
                 match_policy=spec.match_policy if spec else None,
                 gang_mode=spec.mode if spec else GangMode.STRICT,
                 total_number=spec.total_number if spec else None,
+                topology=topology,
             )
         return None
+
+    def _annotation_topology(self, rules: tuple[GatherRule, ...]) -> TopologyRequest | None:
+        """An annotation gang's network-topology-spec on the current layers; a layer they do
+        not define leaves the gang unplaced with the reason (a PodGroup object naming one is
+        refused when read; the pods of an annotation gang are read before the layers may be)."""
+        request, problems = resolve_gather_rules(rules, self.network_topology)
+        if not problems:
+            return request
+        reason = "; ".join(f"{field}: {message}" for field, message in problems)
+        return TopologyRequest(origin=problems[0][0], problem=reason)
 
     def _resolve_gang(self, ref: GroupRef) -> GroupRef:
         """A name in a GangGroup list: the PodGroup of that name, else the annotation gang."""

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from gangsched.core.labels import LabelSelector, NodeSelectorTerm
 from gangsched.core.resources import ResourceList
-from gangsched.core.topology.request import TopologyRequest
+from gangsched.core.topology.request import GatherRule, TopologyRequest
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
@@ -67,6 +67,9 @@ class GangAnnotations:
     mode: GangMode = GangMode.STRICT
     match_policy: MatchPolicy | None = None
     gang_group: tuple[GroupRef, ...] = ()
+    #: network-topology-spec's gather rules, resolved against the cluster's layers when the
+    #: gang is built (ClusterState.pod_group), since the layers may change after the pod.
+    gather: tuple[GatherRule, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

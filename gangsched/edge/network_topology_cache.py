@@ -82,6 +82,8 @@ class NetworkTopologyCache:
         if network == self.current:
             return
         self.current = network
+        # Annotation gangs (no PodGroup object) resolve their pods' spec on the next cycle.
+        self.cache.cluster.network_topology = network
         for obj in list(self.annotated.values()):
             self.cache.read_group(obj)
         self.cache.changed()

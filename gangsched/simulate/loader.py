@@ -95,6 +95,7 @@ def load_cluster(paths: Sequence[str], *, scheduler_name: str) -> ClusterState:
         namespaces=inventory.namespaces,
         volumes=inventory.volumes,
         dra=dra_state(inventory),
+        network_topology=inventory.network_topology,
     )
 
 
@@ -145,6 +146,7 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
         if not doc.name:
             problems.object(doc, "metadata.name", "is required")
     network = _network_topology(by_kind[NETWORK_TOPOLOGY], problems)
+    inventory.network_topology = network
     for doc in by_kind[POD_GROUP]:
         try:
             inventory.pod_groups.append(

@@ -390,8 +390,8 @@ def _summarise_composites(
 def _topology(
     cluster: ClusterState, request: TopologyRequest | None, members: Iterable[Pod]
 ) -> tuple[str, str | None] | None:
-    if request is None:
-        return None
+    if request is None or request.problem:
+        return None  # nothing to report a domain of (the group's message says why)
     nodes = cluster.snapshot.index
     labels = [
         cluster.snapshot.nodes[nodes[pod.node_name]].labels

@@ -195,3 +195,44 @@ async def test_koordinator_network_topology_spec_lands_in_one_block(env: Env) ->
     finally:
         await env.kube.delete(f"{topology_path}/{env.id}")
     assert {racks[node] for node in bound.values()} == {"b"}
+
+
+async def test_koordinator_annotation_gang_with_network_topology_spec(env: Env) -> None:
+    """An annotation-only gang (no PodGroup object): its pods carry the gang name, size and
+    network-topology-spec, as Koordinator reads them from the first member. The pods arrive
+    before the ClusterNetworkTopology that defines the layer; once it exists the gang lands
+    whole in the one rack that holds it."""
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    try:
+        await env.kube.create(crds, NETWORK_TOPOLOGY_CRD)
+    except KubeError as error:
+        if error.status != 409:
+            raise
+    await env.kube.wait_crd_established(NETWORK_TOPOLOGY_CRD["metadata"]["name"])
+    racks = await add_racks(env, {"a": 1, "b": 2})
+    layer = f"E2E{env.id.replace('-', '')}AnnLayer"
+    spec = json.dumps({"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]})
+    names = [f"ann-{i}" for i in range(3)]
+    for name in names:
+        body = env.pod(name, cpu="2")
+        body["metadata"]["annotations"] = {
+            "gang.scheduling.koordinator.sh/name": "ann",
+            "gang.scheduling.koordinator.sh/min-available": "3",
+            "gang.scheduling.koordinator.sh/network-topology-spec": spec,
+        }
+        await env.create_pod(body)
+    topology_path = "/apis/scheduling.koordinator.sh/v1alpha1/clusternetworktopologies"
+    await env.kube.create(
+        topology_path,
+        {
+            "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+            "kind": "ClusterNetworkTopology",
+            "metadata": {"name": f"{env.id}-ann"},
+            "spec": {"networkTopologySpec": [{"labelKey": [RACK], "topologyLayer": layer}]},
+        },
+    )
+    try:
+        bound = await env.wait_bound(names, timeout=120)
+    finally:
+        await env.kube.delete(f"{topology_path}/{env.id}-ann")
+    assert {racks[node] for node in bound.values()} == {"b"}

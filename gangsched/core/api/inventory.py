@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gangsched.core.api.network_topology import NetworkTopology
 from gangsched.core.api.priority import PriorityResolver
 from gangsched.core.composite.model import CompositePodGroup
 from gangsched.core.dra.model import (
@@ -42,6 +43,8 @@ class Inventory:
     resource_slices: list[ResourceSlice] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    #: Koordinator's ClusterNetworkTopology layers; None when the input defines none.
+    network_topology: NetworkTopology | None = None
 
     @property
     def priorities(self) -> PriorityResolver:

@@ -23,6 +23,7 @@ from gangsched.core.api.dialects import (
     LIGHTWEIGHT_MIN_AVAILABLE,
 )
 from gangsched.core.api.errors import show
+from gangsched.core.api.network_topology import read_gather_rules
 from gangsched.core.model import GangAnnotations, GangMode, GroupRef, MatchPolicy
 
 ANNOTATIONS = "metadata.annotations"
@@ -54,6 +55,7 @@ def read_annotation_gang(
         mode=read_mode(r, annotations),
         match_policy=read_match_policy(r, annotations),
         gang_group=read_gang_group(r, annotations, own),
+        gather=read_gather_rules(r, annotations),
     )
 
 

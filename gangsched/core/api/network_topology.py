@@ -20,7 +20,7 @@ from typing import Any
 
 from gangsched.core.api._fields import Reader, child, item
 from gangsched.core.api.errors import show
-from gangsched.core.topology.request import TopologyRequest, label_key_problem
+from gangsched.core.topology.request import GatherRule, TopologyRequest, label_key_problem
 
 NETWORK_TOPOLOGY_SPEC = "gang.scheduling.koordinator.sh/network-topology-spec"
 NETWORK_TOPOLOGY_API = "scheduling.koordinator.sh/v1alpha1"
@@ -29,6 +29,9 @@ CLUSTER_LAYER, NODE_LAYER = "ClusterTopologyLayer", "NodeTopologyLayer"
 HOSTNAME = "kubernetes.io/hostname"
 MUST_GATHER, PREFER_GATHER = "MustGather", "PreferGather"
 _SPEC = "spec.networkTopologySpec"
+#: Where the gang's rules are written (on a PodGroup, or on an annotation gang's pods).
+ORIGIN = child("metadata.annotations", NETWORK_TOPOLOGY_SPEC)
+_RULES = child(ORIGIN, "gatherStrategy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,40 +113,36 @@ def read_koordinator_topology(
 ) -> TopologyRequest | None:
     """The PodGroup's network-topology-spec annotation, resolved against the cluster's
     layers. A layer no ClusterNetworkTopology defines is refused with the layers that exist."""
+    before = len(r.problems)
+    rules = read_gather_rules(r, annotations)
+    if not rules or len(r.problems) > before:
+        return None
+    request, problems = resolve_gather_rules(rules, network)
+    for field_name, message in problems:
+        r.add(field_name, message)
+    return request
+
+
+def read_gather_rules(r: Reader, annotations: Mapping[str, str]) -> tuple[GatherRule, ...]:
+    """The annotation's gather rules as written (JSON and field checks only; which label a
+    layer is depends on the cluster's layers, see `resolve_gather_rules`)."""
     raw = annotations.get(NETWORK_TOPOLOGY_SPEC)
     if raw is None:
-        return None
-    origin = child("metadata.annotations", NETWORK_TOPOLOGY_SPEC)
+        return ()
     try:
         spec = json.loads(raw)
     except ValueError as error:
-        r.add(origin, f"is not JSON: {error}")
-        return None
-    body = r.mapping(spec, origin)
+        r.add(ORIGIN, f"is not JSON: {error}")
+        return ()
+    body = r.mapping(spec, ORIGIN)
     for extra in sorted(set(body) - {"gatherStrategy"}):
-        r.add(child(origin, str(extra)), f"unknown field {show(extra)}; use gatherStrategy")
-    rules_field = child(origin, "gatherStrategy")
-    rules = r.items(body.get("gatherStrategy"), rules_field)
-    if not rules:
-        return None
-    if network is None:
-        r.add(
-            origin,
-            f"names layers, but no ClusterNetworkTopology ({NETWORK_TOPOLOGY_API}) defines any",
-        )
-        return None
-    must: list[str] = []
-    for index, rule_raw in enumerate(rules):
-        rule_field = item(rules_field, index)
+        r.add(child(ORIGIN, str(extra)), f"unknown field {show(extra)}; use gatherStrategy")
+    rules: list[GatherRule] = []
+    for index, rule_raw in enumerate(r.items(body.get("gatherStrategy"), _RULES)):
+        rule_field = item(_RULES, index)
         rule = r.mapping(rule_raw, rule_field)
         layer = r.string(rule.get("layer"), child(rule_field, "layer"))
         strategy = r.string(rule.get("strategy"), child(rule_field, "strategy"))
-        if layer not in network.keys:
-            defined = ", ".join(network.finest_first())
-            r.add(
-                child(rule_field, "layer"),
-                f"{show(layer)} is not a layer of the ClusterNetworkTopology; defined: {defined}",
-            )
         if strategy not in (MUST_GATHER, PREFER_GATHER):
             r.add(
                 child(rule_field, "strategy"),
@@ -155,10 +154,43 @@ def read_koordinator_topology(
                 child(rule_field, "podCountMultiple"),
                 f"{show(multiple)} is not supported (gangsched places whole gangs per domain)",
             )
-        if strategy == MUST_GATHER and layer in network.keys:
-            must.append(layer)
-    if r.problems:
-        return None
+        rules.append(GatherRule(layer=layer, must=strategy == MUST_GATHER))
+    return tuple(rules)
+
+
+def resolve_gather_rules(
+    rules: tuple[GatherRule, ...], network: NetworkTopology | None
+) -> tuple[TopologyRequest | None, list[tuple[str, str]]]:
+    """The constraint the rules ask for on the cluster's layers, or the problems (field,
+    message) when they name layers the cluster does not define:
+    - the finest MustGather layer is the required key (a coarser MustGather is implied by it);
+    - every layer finer than it is preferred, finest first (Koordinator's solver descends to
+      the deepest layer that still holds the whole gang)."""
+    if not rules:
+        return None, []
+    if network is None:
+        return None, [
+            (
+                ORIGIN,
+                f"names layers, but no ClusterNetworkTopology ({NETWORK_TOPOLOGY_API}) defines any",
+            )
+        ]
+    problems: list[tuple[str, str]] = []
+    must: list[str] = []
+    for index, rule in enumerate(rules):
+        if rule.layer not in network.keys:
+            defined = ", ".join(network.finest_first())
+            problems.append(
+                (
+                    child(item(_RULES, index), "layer"),
+                    f"{show(rule.layer)} is not a layer of the ClusterNetworkTopology; "
+                    f"defined: {defined}",
+                )
+            )
+        elif rule.must:
+            must.append(rule.layer)
+    if problems:
+        return None, problems
     required_layer = max(must, key=network.depth, default=None)
     floor = network.depth(required_layer) if required_layer is not None else -1
     preferred = tuple(
@@ -168,5 +200,5 @@ def read_koordinator_topology(
     )
     required = network.keys[required_layer] if required_layer is not None else None
     if required is None and not preferred:
-        return None
-    return TopologyRequest(required=required, preferred=preferred, origin=origin)
+        return None, []
+    return TopologyRequest(required=required, preferred=preferred, origin=ORIGIN), []

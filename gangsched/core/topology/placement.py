@@ -97,6 +97,15 @@ class ConstraintClass:
         return max(short, 1)
 
 
+def _request_problem(gang: Gang) -> str | None:
+    """A constraint that cannot be honoured (see TopologyRequest.problem), named."""
+    for part in gang.parts:
+        request = part.group.topology
+        if request is not None and request.problem:
+            return f"topology of {part.group.key}: {request.problem}"
+    return None
+
+
 def constraint_classes(gang: Gang) -> list[ConstraintClass]:
     """Parts grouped by their constraint (unconstrained parts are in none). A CompositePodGroup
     tree has none here: its cycle confines each level itself (core/composite/domains.py), so
@@ -147,7 +156,7 @@ class TopologyPlacer(GangPlacer):
             return super().place(gang, snap)
         # What concerns the gang, not a domain, is decided before any domain is looked at:
         # a group still waiting for members must wait, not be called too big for every rack.
-        error = validate(gang)
+        error = validate(gang) or _request_problem(gang)
         if error is not None:
             return CycleResult(Code.ERROR, message=error)
         waiting = waiting_message(gang)

@@ -24,6 +24,9 @@ class TopologyRequest:
     required: str | None = None
     preferred: tuple[str, ...] = ()
     origin: str = ""
+    #: Why the constraint cannot be honoured (a Koordinator annotation gang naming a layer
+    #: no ClusterNetworkTopology defines): the gang is not placed, and says this.
+    problem: str = ""
 
     @property
     def levels(self) -> tuple[str | None, ...]:
@@ -40,6 +43,16 @@ class TopologyRequest:
         if self.preferred:
             parts.append(f"preferred {', '.join(self.preferred)}")
         return "; ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class GatherRule:
+    """One rule of Koordinator's network-topology-spec: gather the gang on `layer`, as a
+    must (MustGather) or a preference (PreferGather). Layers are names; the cluster's
+    ClusterNetworkTopology says which node label each one is."""
+
+    layer: str
+    must: bool
 
 
 def label_key_problem(key: str) -> str | None:

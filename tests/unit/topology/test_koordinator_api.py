@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gangsched.core.api import InvalidObject, PriorityResolver, pod_group_from_raw
+from gangsched.cli import main
+from gangsched.core.api import InvalidObject, PriorityResolver, pod_from_raw, pod_group_from_raw
 from gangsched.core.api._fields import child
+from gangsched.core.api.dialects import KOORDINATOR_GANG_NAME, KOORDINATOR_MIN_AVAILABLE
 from gangsched.core.api.network_topology import (
     HOSTNAME,
     NETWORK_TOPOLOGY_SPEC,
     NetworkTopology,
     network_topology_from_raw,
 )
+from gangsched.core.cluster import ClusterState
 from gangsched.core.topology.request import TopologyRequest
 from gangsched.simulate.loader import ManifestError, load_manifests
 
@@ -176,3 +181,93 @@ def test_simulate_reads_cluster_network_topology_and_reports_a_bad_one(tmp_path:
         f'spec.networkTopologySpec[0].labelKey: layer "SpineLayer" is already "{SPINE}" in '
         'ClusterNetworkTopology "default"'
     ]
+
+
+# ------------------------------------------------------- annotation gangs (no PodGroup object)
+def gang_pod(name: str, spec: str | None, *, node: str | None = None) -> dict[str, Any]:
+    annotations = {KOORDINATOR_GANG_NAME: "train", KOORDINATOR_MIN_AVAILABLE: "4"}
+    if spec is not None:
+        annotations[NETWORK_TOPOLOGY_SPEC] = spec
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "annotations": annotations},
+        "spec": {
+            "schedulerName": "gangsched",
+            **({"nodeName": node} if node else {}),
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+        },
+    }
+
+
+def block_nodes() -> list[dict[str, Any]]:
+    """Spine s1: block b1 (2 nodes, room for 4 pods) and b2 (3 nodes, room for 6)."""
+    layout = {"n1": "b1", "n2": "b1", "n3": "b2", "n4": "b2", "n5": "b2"}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {SPINE: "s1", BLOCK: block, HOSTNAME: name}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        }
+        for name, block in layout.items()
+    ]
+
+
+BLOCK_SPEC = json.dumps({"gatherStrategy": [rule("BlockLayer", "MustGather")]})
+
+
+def run_simulate(tmp_path: Path, items: list[dict[str, Any]]) -> tuple[int, Any]:
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["simulate", str(path), "-o", "json"])
+    return code, (json.loads(out.getvalue()) if code == 0 else err.getvalue())
+
+
+def test_annotation_gang_gathers_in_one_block(tmp_path: Path) -> None:
+    """Koordinator reads the spec from an annotation gang's pods as from a PodGroup; one
+    member already bound in b2 pins the gang there, though b1 holds the other three."""
+    pods = [gang_pod(f"train-{i}", BLOCK_SPEC) for i in range(3)]
+    pods.append(gang_pod("train-3", BLOCK_SPEC, node="n3"))
+    code, result = run_simulate(tmp_path, [SPINE_BLOCK, *block_nodes(), *pods])
+    assert code == 0, result
+    assert {result["bound"][f"ml/train-{i}"] for i in range(3)} <= {"n3", "n4", "n5"}
+    assert result["podGroups"]["ml/train"]["topology"] == {"key": BLOCK, "value": "b2"}
+
+
+def test_annotation_gang_naming_an_unknown_layer_waits_with_the_reason(tmp_path: Path) -> None:
+    spec = json.dumps({"gatherStrategy": [rule("RackLayer", "MustGather")]})
+    pods = [gang_pod(f"train-{i}", spec) for i in range(4)]
+    code, result = run_simulate(tmp_path, [SPINE_BLOCK, *block_nodes(), *pods])
+    assert code == 0, result
+    assert not result["bound"]
+    message = result["podGroups"]["ml/train"]["message"]
+    assert '"RackLayer" is not a layer of the ClusterNetworkTopology' in message
+    assert f"{ORIGIN}.gatherStrategy[0].layer" in message
+
+
+def test_annotation_gang_pod_with_a_malformed_spec_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidObject, match=r"gatherStrategy\[0\].strategy") as error:
+        pod_from_raw(
+            gang_pod("train-0", json.dumps({"gatherStrategy": [rule("BlockLayer", "Must")]})),
+            priorities=RESOLVER,
+        )
+    assert "Pod ml/train-0" in str(error.value)
+
+
+def test_annotation_gang_follows_the_layers_as_they_change() -> None:
+    """The pods may be read before any ClusterNetworkTopology exists (and the layers may
+    change later): the gang's constraint is resolved against the current layers."""
+    pods = [pod_from_raw(gang_pod(f"train-{i}", BLOCK_SPEC), priorities=RESOLVER) for i in range(4)]
+    state = ClusterState.build(scheduler_name="gangsched", nodes=[], pods=pods)
+    ref = pods[0].group
+    assert ref is not None
+    before = state.pod_group(ref)
+    assert before is not None and before.topology is not None
+    assert "no ClusterNetworkTopology" in before.topology.problem
+    state.network_topology = network_topology_from_raw([SPINE_BLOCK])
+    after = state.pod_group(ref)
+    assert after is not None
+    assert after.topology == TopologyRequest(required=BLOCK, preferred=(HOSTNAME,), origin=ORIGIN)
