@@ -37,7 +37,7 @@ from gangsched.core.preemption.kep import is_lone_pod, kep_search
 from gangsched.core.preemption.lone_pod import NodeOption, node_options
 from gangsched.core.preemption.prefix import NodeBest, cheapest_rows, prefix_per_node, unit_rows
 from gangsched.core.preemption.victims import VictimUnit, costliest_key
-from gangsched.core.preemption.whole_gangs import whole_gangs
+from gangsched.core.preemption.whole_gangs import one_gang, whole_gangs
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 
@@ -48,7 +48,9 @@ def mincost_search(problem: Problem) -> Candidate | CannotHelp:
         return baseline  # every other candidate removes a subset of the same victims
     candidates: list[Candidate] = [baseline]
     generators: list[Callable[[Problem], Candidate | None]] = (
-        [lone_pod_cheapest, staged] if is_lone_pod(problem) else [staged, greedy, whole_gangs]
+        [lone_pod_cheapest, staged]
+        if is_lone_pod(problem)
+        else [staged, greedy, whole_gangs, one_gang]
     )
     for generate in generators:
         found = generate(problem)

@@ -116,3 +116,37 @@ def whole_gangs(problem: Problem) -> Candidate | None:
         else:
             lo = mid + 1
     return problem.verify(found[hi], "mincost/workloads", problem.potential_pods)
+
+
+def one_gang(problem: Problem, *, probes: int = 8) -> Candidate | None:
+    """The other shape of a cheap set: the members that strand nobody (lone pods, remnants,
+    spare members) plus the one smallest gang that makes room, rather than several small
+    gangs taken smallest first (needing 10 places, one 10-pod gang disrupts 10 pods and one
+    workload where a 3-, a 4- and a 5-pod gang disrupt 12 pods and three)."""
+    violating = problem.violating
+    every = atoms(problem.units)
+    cheap = [a for a in every if len(a.units) == 1 and a.disrupted == a.units[0].size]
+    gangs = sorted((a for a in every if a not in cheap), key=lambda atom: atom.order(violating))
+    if not gangs:
+        return None
+    singles = [atom.units[0] for atom in cheap]
+    for gang in gangs[:probes]:
+        chosen = [*singles, *gang.units]
+        # Reprieve order: singles first (each one given back disrupts one pod less), then
+        # the gang's own members (a part of it given back still leaves it broken).
+        position = {unit.index: i for i, unit in enumerate(chosen)}
+        mark = problem.mark()
+        try:
+            problem.remove(chosen)
+            if not problem.may_fit():
+                continue
+            result = problem.place(probe=True)
+            if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
+                continue
+            kept = problem.reprieve(
+                chosen, list(result.placements), lambda unit: (position[unit.index],)
+            )
+        finally:
+            problem.rollback(mark)
+        return problem.verify(kept, "mincost/one-gang", problem.potential_pods)
+    return None

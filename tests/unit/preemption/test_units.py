@@ -307,3 +307,29 @@ def test_a_whole_small_gang_goes_before_one_that_would_be_broken(strategy: str) 
     assert units["default/big-0"].quorum == Quorum(ref("big"), 6, 6)
     cost = victim_cost([units["default/big-4"], units["default/big-5"]], 0, BudgetIndex([]))
     assert (cost.disrupted, cost.pods) == (6, 2)
+
+
+def test_one_gang_that_makes_room_beats_several_smaller_ones() -> None:
+    """Ten places are needed in a cluster full of gangs of 3, 4, 5 (young) and 10 (old).
+    Smallest first takes 3 + 4 + 5 and leaves the 5-pod gang broken: 12 pods disrupted and
+    three workloads; the 10-pod gang alone disrupts 10 and one."""
+    sizes = {"g3": 3, "g4": 4, "g5": 5, "g10": 10}
+    running = []
+    slot = 0
+    for name, size in sizes.items():
+        for i in range(size):
+            created = 1 if name == "g10" else 50
+            running.append(
+                pod(f"{name}-{i}", 1, node_name=f"n{slot // 2}", group=name, created=created)
+            )
+            slot += 1
+    state = cluster(
+        [node(f"n{i}", 2) for i in range(11)],
+        [*running, *(pod(f"p-{i}", 1, priority=100, group="p", created=100) for i in range(10))],
+        [
+            *(group(name, size, priority=10) for name, size in sizes.items()),
+            group("p", 10, priority=100),
+        ],
+    )
+    outcome, _ = preempt(state, ref("p"), MINCOST)
+    assert victims(outcome) == sorted(f"g10-{i}" for i in range(10))
