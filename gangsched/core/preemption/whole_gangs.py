@@ -144,7 +144,7 @@ def one_gang(problem: Problem, *, probes: int = 8) -> Candidate | None:
             if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
                 continue
             kept = problem.reprieve(
-                chosen, list(result.placements), lambda unit: (position[unit.index],)
+                chosen, list(result.placements), lambda unit, order=position: (order[unit.index],)
             )
         finally:
             problem.rollback(mark)
