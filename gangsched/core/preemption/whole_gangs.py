@@ -24,6 +24,7 @@ cycle like every candidate, and mincost keeps it only where the cost order says 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gangsched.core.model import GroupRef, Pod
@@ -118,6 +119,10 @@ def whole_gangs(problem: Problem) -> Candidate | None:
     return problem.verify(found[hi], "mincost/workloads", problem.potential_pods)
 
 
+def _by_position(position: dict[int, int]) -> Callable[[VictimUnit], tuple[object, ...]]:
+    return lambda unit: (position[unit.index],)
+
+
 def one_gang(problem: Problem, *, probes: int = 8) -> Candidate | None:
     """The other shape of a cheap set: the members that strand nobody (lone pods, remnants,
     spare members) plus the one smallest gang that makes room, rather than several small
@@ -143,9 +148,7 @@ def one_gang(problem: Problem, *, probes: int = 8) -> Candidate | None:
             result = problem.place(probe=True)
             if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
                 continue
-            kept = problem.reprieve(
-                chosen, list(result.placements), lambda unit, order=position: (order[unit.index],)
-            )
+            kept = problem.reprieve(chosen, list(result.placements), _by_position(position))
         finally:
             problem.rollback(mark)
         return problem.verify(kept, "mincost/one-gang", problem.potential_pods)
