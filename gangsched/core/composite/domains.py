@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gangsched.core.composite.tree import TreeNode
-from gangsched.core.cycle import GangMember, GangPlacer
+from gangsched.core.cycle import CycleResult, GangMember, GangPlacer
 from gangsched.core.framework import Framework
 from gangsched.core.model import GroupRef
 from gangsched.core.plugins.most_allocated import MostAllocated
@@ -107,6 +107,24 @@ def packing_placer(placer: GangPlacer) -> GangPlacer:
     if isinstance(placer, TopologyPlacer):
         return TopologyPlacer(framework, placer.config, placer.topology)
     return GangPlacer(framework, placer.config)
+
+
+def leaf_domain_framework(
+    framework: Framework, part: GangMember, placed: CycleResult, snap: Snapshot
+) -> Framework:
+    """The framework that places a leaf's members beyond minCount: kept to the domain its
+    own required topology key gave the members already bound or placed (the gang cycle's
+    topology placer does the same for the members it places itself)."""
+    request = part.group.topology
+    key = request.required if request is not None else None
+    if key is None:
+        return framework
+    nodes = [snap.index[p.node_name] for p in part.bound if p.node_name in snap.index]
+    nodes += [index for _, index in placed.placements]
+    for domain in partition(snap, key).domains:
+        if nodes and all(bool(domain.mask[i]) for i in nodes):
+            return confined(framework, {part.group.ref: domain.mask}, {part.group.ref: domain.name})
+    return framework
 
 
 def _bound_nodes(leaves: list[GangMember], snap: Snapshot) -> list[int]:

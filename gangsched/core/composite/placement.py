@@ -29,6 +29,7 @@ from gangsched.core.composite.domains import (
     bound_domains,
     candidate_domains,
     confined_placer,
+    leaf_domain_framework,
     packing_placer,
 )
 from gangsched.core.composite.search import backtrack, fragmentation, leaf_orders, subset_search
@@ -52,6 +53,7 @@ from gangsched.core.cycle import (
 from gangsched.core.model import GroupRef
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
+from gangsched.core.topology.domains import Domain
 
 
 class TreePlacement:
@@ -349,7 +351,11 @@ class TreePlacement:
             at.satisfied[node.ref] = False
             at.messages[node.ref] = spread_message(node, node.composite.topology_key, spread)
             return False
-        for domain in candidate_domains(node, self.snap, self.parts, self.outer):
+        candidates = candidate_domains(node, self.snap, self.parts, self.outer)
+        pending = sum(len(part.pending) for part in parts)
+        mark = self.snap.checkpoint()
+
+        def attempt(domain: Domain) -> CycleResult:
             mask = domain.mask if self.outer is None else domain.mask & self.outer
             inner = TreePlacement(
                 confined_placer(self.placer, refs, mask, domain.name),
@@ -358,18 +364,38 @@ class TreePlacement:
                 outer=mask,
             )
             inner.packing = self.packing
-            result = inner.place(allow_empty=True)
+            return inner.place(allow_empty=True)
+
+        def take(domain: Domain, result: CycleResult) -> bool:
+            at.placements.extend(result.placements)
+            at.pod_messages.update(result.pod_messages)
+            for ref, (ok, message) in result.levels.items():
+                at.satisfied[ref] = ok
+                at.messages[ref] = message
+            at.messages[node.ref] = f"{at.messages.get(node.ref, '')} in {domain.name}"
+            return True
+
+        # Tightest domain first, but the one that holds more of the subtree's pods wins, as
+        # at the root (upstream's PodGroupPodsCount placement score at every level): the
+        # children a tight domain strands can never leave the level's domain.
+        best: tuple[int, Domain] | None = None
+        for domain in candidates:
+            result = attempt(domain)
             if result.code is Code.SUCCESS:
-                at.placements.extend(result.placements)
-                at.pod_messages.update(result.pod_messages)
-                for ref, (ok, message) in result.levels.items():
-                    at.satisfied[ref] = ok
-                    at.messages[ref] = message
-                at.messages[node.ref] = f"{at.messages.get(node.ref, '')} in {domain.name}"
-                return True
-            last = result.message
-            if at.failed_pod is None and result.failed_pod is not None:
-                at.failed_pod, at.diagnosis = result.failed_pod, result.diagnosis
+                if len(result.placements) >= pending:
+                    return take(domain, result)
+                if best is None or len(result.placements) > best[0]:
+                    best = (len(result.placements), domain)
+            else:
+                last = result.message
+                if at.failed_pod is None and result.failed_pod is not None:
+                    at.failed_pod, at.diagnosis = result.failed_pod, result.diagnosis
+            self.snap.rollback(mark)
+        if best is not None:
+            again = attempt(best[1])  # deterministic: the same placement as before
+            if again.code is Code.SUCCESS:
+                return take(best[1], again)
+            self.snap.rollback(mark)
         at.satisfied[node.ref] = False
         key = node.composite.topology_key
         at.messages[node.ref] = f"no {key} domain holds it" + (f": {last}" if last else "")
@@ -411,9 +437,8 @@ class TreePlacement:
             Code.SUCCESS, placements=[(p, n) for p, n in at.placements if p in part.pending]
         )
         before = len(partial.placements)
-        extend_placement(
-            Gang(key=node.ref, parts=[part]), self.snap, self.placer.framework, partial
-        )
+        framework = leaf_domain_framework(self.placer.framework, part, partial, self.snap)
+        extend_placement(Gang(key=node.ref, parts=[part]), self.snap, framework, partial)
         at.placements.extend(partial.placements[before:])
         at.pod_messages.update(partial.pod_messages)
 
@@ -494,7 +519,10 @@ class TreePlacement:
             return
         for child in node.children:
             if at.satisfied.get(child.ref):
-                self._extend(child, at)
+                if not _constrained(child):
+                    # A constrained level's own placement already extended it, inside its
+                    # domain; from here, its unneeded children could land outside it.
+                    self._extend(child, at)
                 continue
             mark, start = self.snap.checkpoint(), len(at.placements)
             trial = Attempt(placements=at.placements)

@@ -269,7 +269,7 @@ def racks_below(state: ClusterState, name: str) -> set[str]:
     return {
         state.nodes[p.node_name].labels[RACK]
         for p in state.pods.values()
-        if p.group in leaves and p.node_name is not None
+        if p.group is not None and p.group.name in leaves and p.node_name is not None
     }
 
 

@@ -187,3 +187,21 @@ def test_a_packed_placement_never_leaves_its_domain() -> None:
     assert reports[0].result == SCHEDULED, reports[0].message
     racks = {labels_of(state, state.pods[f"default/a-{i}"])[RACK] for i in (0, 1)}
     assert len(racks) == 1, racks
+
+
+def test_a_sub_level_takes_the_domain_that_holds_more_of_its_children() -> None:
+    """A basic level kept in one rack over two single-pod leaves: r1 (one node) is the
+    tightest rack but holds one leaf only, r0 (two nodes) holds both; r0 is taken, as the
+    root's domain would be, and nothing of the level lands outside it."""
+    layout = [("n0", "r0"), ("n1", "r0"), ("n2", "r1")]
+    one_pod_nodes = [node(n, cpu=1, pods=1, labels={RACK: rack}) for n, rack in layout]
+    job = cpg("job")
+    level = cpg("level", parent="job", created=1)
+    level.topology_key = RACK
+    g0 = leaf("g0", 1, parent="level", created=2)
+    g1 = leaf("g1", 1, parent="level", created=3)
+    pods = [*members("g0", 1, start=4), *members("g1", 1, start=5)]
+    state = tree_cluster(one_pod_nodes, pods, [g0, g1], [job, level])
+    reports = run(state)
+    assert [r.result for r in reports] == [SCHEDULED], reports[0].message
+    assert placed_nodes(state) == {"g0-0": "n0", "g1-0": "n1"}
