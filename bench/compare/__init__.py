@@ -9,7 +9,11 @@ gets the workload in its own dialect:
 * ``kube-scheduler``: upstream PodGroups (``spec.schedulingPolicy.gang.minCount``, pod
   ``spec.schedulingGroup.podGroupName``), schedulerName kube-scheduler-baseline;
 * ``gangsched-upstream``: gangsched on the upstream dialect (a check that the dialect costs
-  nothing).
+  nothing);
+* ``coscheduling``: scheduler-plugins v0.33.5's kube-scheduler (built from its Go module by
+  hack/build-clients.sh) with Coscheduling configured as its docs say (every extension point,
+  its queue sort, a 10 s permit wait), ``scheduling.x-k8s.io`` PodGroups (``minMember``) and
+  the ``scheduling.x-k8s.io/pod-group`` pod label, schedulerName scheduler-plugins-coscheduling.
 
 Workloads (sizes from ``--size default|small`` and per-field overrides, see SIZES):
 
@@ -19,7 +23,10 @@ Workloads (sizes from ``--size default|small`` and per-field overrides, see SIZE
     disruptionMode All groups of 10 spread over 10 nodes), then 10 high-priority gangs of 10
     pods at 3970m; victims are low pods deleted (or being deleted) at the end;
 (d) restart: 2,000 nodes and 20,000 bound pods, 100 pending gangs of 4; time from scheduler
-    start to first and last bind.
+    start to first and last bind;
+(x) deadlock: 20 gangs of 8 one-CPU pods, their members created interleaved, on 10 nodes x 4
+    CPU (room for 5 gangs): how many gangs end bound whole, partly bound, or held in Permit
+    after at most 60 s (every run also counts its gangs left partly bound).
 
 Every run gets a fresh control plane (``Cluster.start()``), except (d), whose 20,000 bound
 pods are created once per round: between two (d) runs of a round the pending gangs are

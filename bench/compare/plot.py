@@ -24,7 +24,12 @@ def plot(document: dict[str, Any], runs: list[dict[str, Any]], path: Path) -> No
         ("cpu_s", "scheduler CPU seconds (lower is better)"),
         ("rss_peak_mib", "scheduler peak RSS, MiB (lower is better)"),
     )
-    colors = {"gangsched": "#1f77b4", "kube-scheduler": "#d62728", "gangsched-upstream": "#7fb2e5"}
+    colors = {
+        "gangsched": "#1f77b4",
+        "kube-scheduler": "#d62728",
+        "gangsched-upstream": "#7fb2e5",
+        "coscheduling": "#2ca02c",
+    }
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     width = 0.8 / len(SCHEDULERS)
     for ax, (metric, title) in zip(axes.flat, panels, strict=True):

@@ -21,6 +21,9 @@ METRICS = (
     "cpu_s_total",
     "rss_peak_mib",
 )
+#: How the gangs ended (medians too, no ratio): bound whole, partly bound, pods a
+#: kube-scheduler still holds reserved in Permit (Coscheduling's weak spot).
+OUTCOME = ("gangs_complete", "gangs_partly_bound", "pods_in_flight")
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -30,7 +33,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for workload, per in medians.items():
         for scheduler in per:
             mine = [r for r in runs if r["workload"] == workload and r["scheduler"] == scheduler]
-            for metric in (*METRICS, "complete"):
+            for metric in (*METRICS, *OUTCOME, "complete"):
                 values = [float(r[metric]) for r in mine if metric in r]
                 if values:
                     per[scheduler][metric] = round(statistics.median(values), 3)
@@ -107,6 +110,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
                 f"{fmt(r.get('cpu_s'), 2)} / {fmt(r.get('cpu_s_total'), 2)} | "
                 f"{fmt(r.get('rss_peak_mib'), 2)} |"
             )
+    lines += outcome_table(medians, label)
     over = summary.get("first_bind_over_floor_s") or {}
     if over:
         lines += [
@@ -115,3 +119,29 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             "same round): " + ", ".join(f"{s} {v:+.2f} s" for s, v in over.items()),
         ]
     return "\n".join(lines) + "\n"
+
+
+def outcome_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
+    """Gangs at the end of each run (only for results that counted them)."""
+    rows = []
+    for workload in WORKLOADS:
+        for scheduler in SCHEDULERS:
+            m = medians.get(workload, {}).get(scheduler)
+            if not m or "gangs_partly_bound" not in m:
+                continue
+            rows.append(
+                f"| {label[workload]} | {scheduler} | {fmt(m.get('gangs_complete'), 0)} | "
+                f"{fmt(m.get('gangs_partly_bound'), 0)} | {fmt(m.get('pods_in_flight'), 0)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "Gangs at the end of the run: bound whole, partly bound (some members bound, not all), "
+        "and gang pods a kube-scheduler holds in flight (pending, in none of its queues: "
+        "reserved in Permit; '-' for gangsched, which reserves nothing before its binds).",
+        "",
+        "| workload | scheduler | gangs bound whole | gangs partly bound | pods held in Permit |",
+        "|---|---|---:|---:|---:|",
+        *rows,
+    ]

@@ -11,7 +11,14 @@ from typing import Any
 
 from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_cluster
 from bench.compare.measure import ApiCounts, Watch, load_average, wait_running, wait_until
-from bench.compare.schedulers import PySpy, client_requests, prepare_launch, start, wait_ready
+from bench.compare.schedulers import (
+    PySpy,
+    client_requests,
+    prepare_launch,
+    queued_pods,
+    start,
+    wait_ready,
+)
 from bench.compare.workloads import (
     LIST_FLOOR,
     NAMESPACE,
@@ -20,6 +27,7 @@ from bench.compare.workloads import (
     bound_pods,
     build_workload,
     create_request,
+    deadlock_capacity,
     pod,
 )
 from bench.harness import (
@@ -88,8 +96,19 @@ async def run_one(
             await env.post_all([create_request(o) for o in w.setup])
             await wait_running(kube)
         launch = prepare_launch(env, scheduler, run_dir)
+        members_in_order = [p for members in w.gangs.values() for p in members]
+        if workload == "x":
+            # Members arrive interleaved (the first of every gang, then the second, ...), as
+            # when many controllers create their gangs at once: the order that makes
+            # member-by-member reservation hold part of many gangs.
+            members_in_order = [
+                p
+                for i in range(max(len(m) for m in w.gangs.values()))
+                for m in w.gangs.values()
+                for p in m[i : i + 1]
+            ]
         gang_requests = [create_request(g) for g in w.groups] + [
-            create_request(p) for members in w.gangs.values() for p in members
+            create_request(p) for p in members_in_order
         ]
         precreate = workload == "d" or (opts.mode == "precreate" and workload in "ab")
         result["mode"] = "precreate" if precreate else "streamed"
@@ -122,9 +141,31 @@ async def run_one(
             max(created.values(), default=t_start) - min(created.values(), default=t_start), 3
         )
         names = [p["metadata"]["name"] for members in w.gangs.values() for p in members]
-        done = await wait_until(lambda: all(n in watch.bound_at for n in names), opts.timeout, 0.1)
+        if workload == "x":
+            # Never all: done once the gangs the room holds are bound whole, or the window ends.
+            capacity = deadlock_capacity(sizes)
+            result["gangs_room"] = capacity
+            done = await wait_until(
+                lambda: complete_gangs(w.gangs, watch.bound_at) >= capacity, sizes.x_window_s, 0.1
+            )
+            await asyncio.sleep(2.0)
+        else:
+            done = await wait_until(
+                lambda: all(n in watch.bound_at for n in names), opts.timeout, 0.1
+            )
         if workload == "c":  # victims still being deleted are counted too
             await asyncio.sleep(1.0)
+        # Gangs left with some but not all members bound (what gang scheduling must avoid),
+        # and pods a kube-scheduler holds in flight (reserved in Permit, not bound).
+        result["gangs_partly_bound"] = sum(
+            1
+            for members in w.gangs.values()
+            if 0 < sum(1 for p in members if p["metadata"]["name"] in watch.bound_at) < len(members)
+        )
+        queued = await asyncio.to_thread(queued_pods, launch)
+        if queued is not None:
+            unbound = sum(1 for n in names if n not in watch.bound_at and n not in watch.gone)
+            result["pods_in_flight"] = max(unbound - queued, 0)
         after = await asyncio.to_thread(ApiCounts.read, env)
         result["client_requests"] = await asyncio.to_thread(client_requests, launch)
         result["rss_peak_mib"] = round(running.rss_peak_mib(), 1)
@@ -183,6 +224,12 @@ async def run_one(
                 stop_cluster(env.cluster)
             else:
                 announce_kept(env.cluster)
+
+
+def complete_gangs(gangs: dict[str, list[dict[str, Any]]], bound_at: dict[str, float]) -> int:
+    return sum(
+        1 for members in gangs.values() if all(p["metadata"]["name"] in bound_at for p in members)
+    )
 
 
 #: What gangsched lists before its first decision on the bench cluster (every kind it
@@ -277,7 +324,11 @@ async def cleanup_gangs(kube: Kube) -> None:
         body=body,
         timeout=300,  # a deletecollection among 50,000 pods outlasts the default 30 s
     )
-    for api in ("scheduling.sigs.k8s.io/v1alpha1", "scheduling.k8s.io/v1beta1"):
+    for api in (
+        "scheduling.sigs.k8s.io/v1alpha1",
+        "scheduling.k8s.io/v1beta1",
+        "scheduling.x-k8s.io/v1alpha1",
+    ):
         await kube.request("DELETE", f"/apis/{api}/namespaces/{NAMESPACE}/podgroups", body=body)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -1,5 +1,6 @@
-"""Launching gangsched or kube-scheduler for one run: everything but the exec is prepared
-beforehand, so the clock that starts at exec measures the scheduler and nothing else."""
+"""Launching gangsched, kube-scheduler or scheduler-plugins' Coscheduling for one run:
+everything but the exec is prepared beforehand, so the clock that starts at exec measures the
+scheduler and nothing else."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import yaml
 
 from bench.compare.cluster import KS_SA, Env
 from bench.compare.measure import samples
-from bench.compare.workloads import KS_NAME
+from bench.compare.workloads import CO_NAME, KS_NAME, KUBE_SCHEDULERS
 from bench.harness import (
+    HACK,
     ROOT,
     SchedulerProcess,
 )
@@ -68,8 +70,7 @@ def prepare_launch(env: Env, scheduler: str, run_dir: Path) -> Launch:
     config = run_dir / "kube-scheduler.yaml"
     # hack/baseline-scheduler.sh's configuration, but authenticating as its own ServiceAccount
     # so its requests are told apart from the harness's and kwok's (both admin).
-    config.write_text(
-        f"""apiVersion: kubescheduler.config.k8s.io/v1
+    connection = f"""apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
   kubeconfig: {kubeconfig}
@@ -77,12 +78,19 @@ clientConnection:
   burst: 5000
 leaderElection:
   leaderElect: false
-profiles:
-- schedulerName: {KS_NAME}
 """
-    )
+    if scheduler == "coscheduling":
+        config.write_text(connection + COSCHEDULING_PROFILE)
+        binary = scheduler_plugins_binary()
+        # Built on Kubernetes 1.33's libraries: the 1.37 gates are unknown to it, and its DRA
+        # plugin would list resource.k8s.io/v1beta1, which this API server does not serve.
+        gates = "DynamicResourceAllocation=false"
+    else:
+        config.write_text(connection + f"profiles:\n- schedulerName: {KS_NAME}\n")
+        binary = env.cluster.bins / "kube-scheduler"
+        gates = env.feature_gates()
     argv = [
-        str(env.cluster.bins / "kube-scheduler"),
+        str(binary),
         "--config",
         str(config),
         "--authorization-always-allow-paths",
@@ -92,12 +100,53 @@ profiles:
         "--secure-port",
         str(metrics),
         "--feature-gates",
-        env.feature_gates(),
+        gates,
         "--v",
         "1",
     ]
     url = f"https://127.0.0.1:{metrics}"
-    return Launch(argv, run_dir / "kube-scheduler.log", url, f"{url}/readyz", "kube-scheduler")
+    return Launch(argv, run_dir / f"{scheduler}.log", url, f"{url}/readyz", scheduler)
+
+
+#: scheduler-plugins' documented Coscheduling profile (manifests/coscheduling/
+#: scheduler-config.yaml of the module: Coscheduling at every extension point, its queue sort
+#: replacing the default, a 10 s permit wait), under its own scheduler name.
+COSCHEDULING_PROFILE = f"""profiles:
+- schedulerName: {CO_NAME}
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+    queueSort:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: "*"
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 10
+"""
+
+
+def scheduler_plugins_binary() -> Path:
+    """scheduler-plugins' kube-scheduler, built from its Go module by hack/build-clients.sh
+    (cached; a missing one is built, which takes minutes the first time)."""
+    proc = subprocess.run(
+        [str(HACK / "build-clients.sh"), "scheduler-plugins"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(
+            f"hack/build-clients.sh scheduler-plugins failed:\n{proc.stderr[-2000:]}"
+        )
+    root = Path(proc.stdout.strip().splitlines()[-1])
+    built = sorted(root.glob("scheduler-plugins-v*/bin/kube-scheduler-plugins"))
+    if not built:
+        raise RuntimeError(f"hack/build-clients.sh left no scheduler-plugins binary under {root}")
+    return built[-1]
 
 
 def start(launch: Launch) -> SchedulerProcess:
@@ -126,7 +175,7 @@ def client_requests(launch: Launch) -> dict[str, float]:
     server's)."""
     text = scheduler_metrics_text(launch)
     by: defaultdict[str, float] = defaultdict(float)
-    if launch.kind == "gangsched":
+    if launch.kind not in KUBE_SCHEDULERS:
         for labels, v in samples(text, "gangsched_api_requests_total"):
             by[labels.get("verb", "")] += v
     else:
@@ -164,3 +213,14 @@ class PySpy:
             self.process.send_signal(signal.SIGINT)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=30)
+
+
+def queued_pods(launch: Launch) -> float | None:
+    """A kube-scheduler's own queue (scheduler_pending_pods: active, backoff, unschedulable,
+    gated). A pending pod in none of them is in flight: at rest, reserved by a plugin's Permit
+    (Coscheduling holds a gang's members there until minMember are reserved)."""
+    if launch.kind not in KUBE_SCHEDULERS:
+        return None
+    text = scheduler_metrics_text(launch)
+    values = [v for _, v in samples(text, "scheduler_pending_pods")]
+    return sum(values) if values else None

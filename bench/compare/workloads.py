@@ -10,10 +10,14 @@ from typing import Any
 
 NAMESPACE = "bench"
 KS_NAME = "kube-scheduler-baseline"
-SCHEDULERS = ("gangsched", "kube-scheduler", "gangsched-upstream")
+#: scheduler-plugins' kube-scheduler with Coscheduling (the gang scheduler Kubeflow documents).
+CO_NAME = "scheduler-plugins-coscheduling"
+SCHEDULERS = ("gangsched", "kube-scheduler", "gangsched-upstream", "coscheduling")
+#: Schedulers that are a kube-scheduler (their queue is read from scheduler_pending_pods).
+KUBE_SCHEDULERS = ("kube-scheduler", "coscheduling")
 #: (d)'s floor, run before the schedulers of each round: a bare client listing the objects.
 LIST_FLOOR = "list-floor"
-WORKLOADS = ("a", "b", "c", "d", "t", "e")
+WORKLOADS = ("a", "b", "c", "d", "t", "e", "x")
 
 
 def titles(sizes: dict[str, Any]) -> dict[str, str]:
@@ -30,6 +34,8 @@ def titles(sizes: dict[str, Any]) -> dict[str, str]:
         ),
         "e": f"(e) DRA: {z.e_gangs} gang(s) of {z.e_size}, {z.e_gpus} GPUs per pod, "
         f"{z.e_nodes:,} nodes x {z.e_gpus} GPUs",
+        "x": f"(x) deadlock: {z.x_gangs} gangs of {z.x_size} x 1 CPU at once, "
+        f"{z.x_nodes} nodes x 4 CPU (room for {deadlock_capacity(z)} gangs)",
         "ceiling": f"ceiling: bare binder, {z.ceiling_pods:,} pods",
     }
 
@@ -69,6 +75,16 @@ class Sizes:
     #: long and no preemption under way; 0: every t_wave_s seconds (bench/README.md, (t)).
     t_settle_s: float = 10.0
     t_quiet_s: float = 45.0
+    x_nodes: int = 10
+    x_gangs: int = 20
+    x_size: int = 8
+    #: How long (x) watches: several of Coscheduling's 10 s permit waits.
+    x_window_s: float = 60.0
+
+
+def deadlock_capacity(sizes: Sizes) -> int:
+    """(x): how many of its gangs the nodes hold at once (4 one-CPU pods per node)."""
+    return sizes.x_nodes * 4 // sizes.x_size
 
 
 SIZES = {
@@ -110,6 +126,11 @@ def pod_group(
         if topology_key:
             spec["topology"] = {"required": topology_key}
         api_version = "scheduling.sigs.k8s.io/v1alpha1"
+    elif scheduler == "coscheduling":
+        # scheduler-plugins' PodGroup: a minimum and nothing else here (no priority or
+        # disruption mode of its own; its pods' priority decides, as in kube-scheduler).
+        spec = {"minMember": min_count}
+        api_version = "scheduling.x-k8s.io/v1alpha1"
     else:
         spec = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
         if priority_class:
@@ -141,7 +162,9 @@ def pod(
 ) -> dict[str, Any]:
     labels = {"bench": role}
     spec: dict[str, Any] = {
-        "schedulerName": KS_NAME if scheduler == "kube-scheduler" else "gangsched",
+        "schedulerName": {"kube-scheduler": KS_NAME, "coscheduling": CO_NAME}.get(
+            scheduler, "gangsched"
+        ),
         "terminationGracePeriodSeconds": 0,
         "containers": [
             {
@@ -154,6 +177,8 @@ def pod(
     if group:
         if scheduler == "gangsched":
             labels["pod-group.scheduling.sigs.k8s.io"] = group
+        elif scheduler == "coscheduling":
+            labels["scheduling.x-k8s.io/pod-group"] = group
         else:
             spec["schedulingGroup"] = {"podGroupName": group}
     if node:
@@ -360,6 +385,11 @@ def build_workload(name: str, scheduler: str, sizes: Sizes, seed: int) -> Worklo
         w.nodes = sizes.d_nodes
         shapes = [sizes.d_size] * sizes.d_gangs
         # (the bound pods are created once per cluster: see bound_pods)
+    elif name == "x":
+        # Many gangs competing for too little room, all at once: a scheduler that reserves
+        # members one by one (Coscheduling's Permit wait) can hold part of many gangs.
+        w.nodes, w.node_cpu, w.node_memory = sizes.x_nodes, "4", "16Gi"
+        shapes = [sizes.x_size] * sizes.x_gangs
     elif name == "e":
         w.nodes = sizes.e_nodes
         w.setup = dra_setup(sizes)
