@@ -23,6 +23,7 @@ import pytest
 
 from .clients import ClientLayout, Controller, install_client, run_client
 from .conftest import Cluster
+from .harness import eventually
 from .k8s import JSON, Kube, condition, fake_node, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
 from .test_operator import SIGS, Env
@@ -211,11 +212,18 @@ async def test_gang_within_quota_is_admitted_and_bound_whole(env: KueueEnv) -> N
     assert all(GATE in gates(created[n]) for n in names), {n: created[n]["spec"] for n in names}
     placed = await env.wait_bound(names, timeout=90)
     assert len(set(placed)) == 3
-    workloads = await env.kube.get(f"/apis/{KUEUE}/namespaces/{env.ns}/workloads")
-    admitted = [
-        w for w in workloads["items"] if (condition(w, "Admitted") or {}).get("status") == "True"
-    ]
-    assert len(admitted) == 1, workloads["items"]
+
+    async def admitted() -> list[JSON] | None:
+        workloads = await env.kube.get(f"/apis/{KUEUE}/namespaces/{env.ns}/workloads")
+        found = [
+            w
+            for w in workloads["items"]
+            if (condition(w, "Admitted") or {}).get("status") == "True"
+        ]
+        return found or None
+
+    found = await eventually(admitted, timeout=30, what="Kueue's admitted Workload")
+    assert len(found) == 1, found
     env.kueue.assert_alive()
 
 

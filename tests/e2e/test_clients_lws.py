@@ -15,7 +15,7 @@ Run with `make e2e-clients` (marker `clients`; not part of `make test`).
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any
 
 import pytest
@@ -29,6 +29,7 @@ from .clients import (
     run_client,
 )
 from .conftest import Cluster
+from .harness import eventually
 from .k8s import JSON, Kube, wait_for
 from .operator_fixture import Gangsched, gangsched  # noqa: F401  (fixture)
 from .test_operator import Env
@@ -163,6 +164,11 @@ async def env(
     await e.cleanup()
 
 
+async def _at_least(groups: Awaitable[dict[str, JSON]], count: int) -> dict[str, JSON] | None:
+    found = await groups
+    return found if len(found) >= count else None
+
+
 def by_replica(pods: dict[str, JSON]) -> dict[str, list[JSON]]:
     out: dict[str, list[JSON]] = {}
     for pod in pods.values():
@@ -180,7 +186,9 @@ async def test_each_replica_is_a_volcano_gang_bound_whole(env: LwsEnv) -> None:
     placed = await env.wait_bound(sorted(pods), timeout=90)
     assert len(placed) == 6
 
-    groups = await env.volcano_groups()
+    groups: dict[str, JSON] = await eventually(
+        lambda: _at_least(env.volcano_groups(), 2), timeout=30, what="2 Volcano PodGroups"
+    )
     assert len(groups) == 2, groups
     for group in groups.values():
         assert group["spec"]["minMember"] == 3
@@ -191,6 +199,11 @@ async def test_each_replica_is_a_volcano_gang_bound_whole(env: LwsEnv) -> None:
         assert len(names) == 1 and names <= set(groups), (index, names)
         assert len(members) == 3
     env.sched.assert_alive()
+    await eventually(
+        lambda: "Volcano queues are ignored" in env.sched.log.read_text(errors="replace"),
+        timeout=30,
+        what="gangsched to log that Volcano queues are ignored",
+    )
     log = env.sched.log.read_text(errors="replace")
     assert log.count("Volcano queues are ignored") == 1, env.sched.log_tail()
 
@@ -224,7 +237,10 @@ async def test_scaling_adds_gangs_and_a_gang_that_does_not_fit_binds_nothing(
     await wait_for(held, timeout=30, what="the third replica's pods to be marked")
     current = await env.lws_pods("serve")
     assert not [n for n in new if current[n]["spec"].get("nodeName")]
-    assert len(await env.volcano_groups()) == 3
+    groups = await eventually(
+        lambda: _at_least(env.volcano_groups(), 3), timeout=30, what="3 Volcano PodGroups"
+    )
+    assert len(groups) == 3, groups
     # Room for it: the whole gang binds.
     await env.add_nodes(1, cpu="4")
     placed = await env.wait_bound(new, timeout=90)
