@@ -128,6 +128,7 @@ def preempt_across_domains(
             table=table,
             budgets=base.budgets,
             config=base.config,
+            scope=domain.mask,
         )
         mark = problem.mark()
         try:

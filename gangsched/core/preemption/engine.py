@@ -38,7 +38,7 @@ from gangsched.core.preemption.cost import Cost, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import VictimTable, VictimUnit, importance_key
 from gangsched.core.resources import PODS
-from gangsched.core.snapshot import IntMatrix, IntVector, Snapshot
+from gangsched.core.snapshot import BoolVector, IntMatrix, IntVector, Snapshot
 from gangsched.core.status import Code
 
 #: Name of the capacity filter; the other filters do not depend on victims in the fast path.
@@ -127,6 +127,9 @@ class Problem:
     table: VictimTable
     budgets: BudgetIndex
     config: PreemptionConfig
+    #: The nodes the members may use (a topology domain), None for all: the capacity
+    #: pre-check sums free room over these only.
+    scope: BoolVector | None = None
     snap: Snapshot = field(init=False)
     units: list[VictimUnit] = field(init=False)
     #: Capacity arithmetic is exact (see module docstring).
@@ -317,6 +320,8 @@ class Problem:
         free = snap.allocatable - snap.requested
         if self.reserved is not None:
             free = free - self.reserved
+        if self.scope is not None:
+            free = free[self.scope]
         total_free = np.clip(free, 0, None).sum(axis=0)
         wants = np.sort(np.stack([snap.vector(pod) for pod in pending]), axis=0)
         need = wants[: self.target].sum(axis=0)
