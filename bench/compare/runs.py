@@ -12,6 +12,7 @@ from typing import Any
 from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_cluster
 from bench.compare.measure import ApiCounts, Watch, load_average, wait_running, wait_until
 from bench.compare.schedulers import (
+    Launch,
     PySpy,
     client_requests,
     prepare_launch,
@@ -145,10 +146,15 @@ async def run_one(
             # Never all: done once the gangs the room holds are bound whole, or the window ends.
             capacity = deadlock_capacity(sizes)
             result["gangs_room"] = capacity
+            sampler = asyncio.create_task(in_flight_peak(launch, names, watch))
             done = await wait_until(
                 lambda: complete_gangs(w.gangs, watch.bound_at) >= capacity, sizes.x_window_s, 0.1
             )
             await asyncio.sleep(2.0)
+            sampler.cancel()
+            peak = await asyncio.gather(sampler, return_exceptions=True)
+            if isinstance(peak[0], int):
+                result["pods_in_flight_peak"] = peak[0]
         else:
             done = await wait_until(
                 lambda: all(n in watch.bound_at for n in names), opts.timeout, 0.1
@@ -224,6 +230,23 @@ async def run_one(
                 stop_cluster(env.cluster)
             else:
                 announce_kept(env.cluster)
+
+
+async def in_flight_peak(launch: Launch, names: list[str], watch: Watch) -> int:
+    """(x), a kube-scheduler: the most gang pods it held in flight (reserved in its cache, in
+    Permit or binding, not yet bound) at any of its samples, every 0.5 s until cancelled,
+    when the peak is returned; -1 for gangsched, which reserves nothing before its binds."""
+    peak = -1
+    try:
+        while True:
+            queued = await asyncio.to_thread(queued_pods, launch)
+            if queued is None:
+                return -1
+            unbound = sum(1 for n in names if n not in watch.bound_at and n not in watch.gone)
+            peak = max(peak, int(unbound - queued))
+            await asyncio.sleep(0.5)
+    except asyncio.CancelledError:
+        return peak
 
 
 def complete_gangs(gangs: dict[str, list[dict[str, Any]]], bound_at: dict[str, float]) -> int:
