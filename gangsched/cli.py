@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gangsched import __version__
-from gangsched.config import ConfigError, load_config
+
+if TYPE_CHECKING:
+    from gangsched.config import Config
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -78,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from gangsched.config import ConfigError, load_config
     from gangsched.simulate.loader import ManifestError, load_cluster
     from gangsched.simulate.output import render
     from gangsched.simulate.runner import SimulationError, simulate
@@ -112,20 +116,47 @@ def _run(args: argparse.Namespace) -> int:
     from gangsched.edge import slim_client
 
     slim_client.install()  # before anything imports kubernetes-asyncio (kopf does)
-    from gangsched.edge import app, logs
-
     try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
-    logs.configure(config.logFormat)
-    try:
-        return asyncio.run(
-            app.run(config=config, kubeconfig=args.kubeconfig, identity=args.identity)
-        )
+        return asyncio.run(_run_async(args))
     except KeyboardInterrupt:
         return EXIT_OK
+
+
+async def _run_async(args: argparse.Namespace) -> int:
+    """The pod and node lists go out first; the core, kopf and the config are loaded in a
+    worker thread meanwhile (gangsched.edge.early_lists says why)."""
+    import asyncio
+
+    from gangsched.edge.early_lists import EarlyLists
+
+    early = await EarlyLists.start(args.kubeconfig)
+    try:
+        config, problem = await asyncio.to_thread(_load_for_run, args.config)
+    except BaseException:
+        await early.close()
+        raise
+    if config is None:
+        await early.close()
+        print(problem, file=sys.stderr)
+        return EXIT_USAGE
+    from gangsched.edge import app, logs
+
+    logs.configure(config.logFormat)
+    return await app.run(
+        config=config, kubeconfig=args.kubeconfig, identity=args.identity, early=early
+    )
+
+
+def _load_for_run(path: str | None) -> tuple[Config | None, str]:
+    """The config, or why not (in a worker thread: with it, the imports of the core and kopf,
+    which take longer than the config itself)."""
+    from gangsched.config import ConfigError, load_config
+    from gangsched.edge import app, logs  # noqa: F401  (imported here, off the event loop)
+
+    try:
+        return load_config(path), ""
+    except ConfigError as exc:
+        return None, str(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -45,6 +45,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         profile=args.profile,
         keep=args.keep,
         profile_format=args.profile_format,
+        attach=args.attach,
     )
     loadgen = loadgen_binary()
     workloads = [w for w in args.workloads.split(",") if w]
@@ -152,7 +153,7 @@ async def close_shared(shared: dict[str, Any], opts: Options) -> None:
     if "d" in shared:
         env, kube = shared.pop("d")
         await kube.close()
-        if not opts.keep:
+        if not opts.keep and opts.attach is None:
             stop_cluster(env.cluster)
         else:
             announce_kept(env.cluster)
@@ -206,6 +207,12 @@ def main() -> None:
         "--keep",
         action="store_true",
         help="leave each run's control plane running (logs, objects); stop it as printed",
+    )
+    parser.add_argument(
+        "--attach",
+        type=Path,
+        metavar="DIR",
+        help="(d) on a cluster kept by an earlier --keep run (same sizes) instead of a new one",
     )
     parser.add_argument("--json", default=str(RESULTS / "compare.json"))
     parser.add_argument("--markdown", default=str(RESULTS / "compare.md"))

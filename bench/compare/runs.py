@@ -50,6 +50,8 @@ class Options:
     profile: Path | None
     keep: bool = False
     profile_format: str = "raw"
+    #: A kept (d) cluster (--keep) to run on again instead of creating 50,000 pods anew.
+    attach: Path | None = None
 
 
 async def run_one(
@@ -67,6 +69,9 @@ async def run_one(
     reuse = workload == "d"
     if reuse and "d" in shared:
         env, kube = shared["d"]
+    elif reuse and opts.attach is not None:
+        env, kube = await attach_d_cluster(opts.attach, loadgen, sizes)
+        shared["d"] = (env, kube)
     else:
         cluster = Cluster.start()
         env = Env.of(cluster, loadgen)
@@ -253,6 +258,26 @@ def complete_gangs(gangs: dict[str, list[dict[str, Any]]], bound_at: dict[str, f
     return sum(
         1 for members in gangs.values() if all(p["metadata"]["name"] in bound_at for p in members)
     )
+
+
+async def attach_d_cluster(directory: Path, loadgen: Path, sizes: Sizes) -> tuple[Env, Kube]:
+    """A (d) cluster kept by an earlier run (`--keep`): creating 50,000 bound pods and waiting
+    for kwok to run them takes over half an hour on this machine, the runs on it a minute.
+    Refused unless it holds exactly the nodes and bound pods the sizes ask for."""
+    cluster = Cluster.start(workdir=directory)  # cluster-up.sh leaves a healthy cluster alone
+    env = Env.of(cluster, loadgen)
+    kube = await connect(cluster)
+    await cleanup_gangs(kube)  # an interrupted run may have left its gangs
+    counts = {}
+    for path in ("/api/v1/nodes", f"/api/v1/namespaces/{NAMESPACE}/pods"):
+        page = await kube.get(path, limit=1)
+        meta = page.get("metadata") or {}
+        counts[path] = len(page.get("items") or []) + int(meta.get("remainingItemCount") or 0)
+    want = {"/api/v1/nodes": sizes.d_nodes, f"/api/v1/namespaces/{NAMESPACE}/pods": sizes.d_bound}
+    if counts != want:
+        await kube.close()
+        raise RuntimeError(f"--attach {directory}: holds {counts}, (d) needs {want}")
+    return env, kube
 
 
 #: What gangsched lists before its first decision on the bench cluster (every kind it

@@ -22,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gangsched.config import Config
 from gangsched.core.model import Dialect, GroupRef
+from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
 from gangsched.edge.operator import Operator
@@ -100,7 +101,12 @@ async def _ok() -> web.Response:
 
 
 def build_registry(
-    *, config: Config, kubeconfig: str | None, identity: str, holder: dict[str, Any]
+    *,
+    config: Config,
+    kubeconfig: str | None,
+    identity: str,
+    holder: dict[str, Any],
+    early: EarlyLists | None = None,
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
@@ -127,7 +133,13 @@ def build_registry(
             preemptor = build_preemptor(
                 strategy=config.preemption.strategy, scheduler_name=config.schedulerName
             )
-        operator = Operator(config=config, kube=kube, identity=identity, preemptor=preemptor)
+        operator = Operator(
+            config=config,
+            kube=kube,
+            identity=identity,
+            preemptor=preemptor,
+            early=early or EarlyLists(),
+        )
         operator.on_fatal = lambda: _fail(holder)
         holder["operator"] = operator
         holder["http"] = await _serve_metrics(operator, config.metricsAddress)
@@ -217,25 +229,33 @@ async def run(
     kubeconfig: str | None,
     identity: str | None = None,
     stop: asyncio.Event | None = None,
+    early: EarlyLists | None = None,
 ) -> int:
-    """Run until stopped; the exit code is 1 when leadership was lost."""
+    """Run until stopped; the exit code is 1 when leadership was lost. `early`: the pod
+    and node lists `gangsched run` started before loading the rest (the informers take them
+    over)."""
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = kubeconfig
     stop = stop or asyncio.Event()
     holder: dict[str, Any] = {"stop": stop}
     identity = identity or default_identity()
     registry = build_registry(
-        config=config, kubeconfig=kubeconfig, identity=identity, holder=holder
+        config=config, kubeconfig=kubeconfig, identity=identity, holder=holder, early=early
     )
     host, port = _host_port(config.healthAddress)
-    await kopf.operator(
-        registry=registry,
-        clusterwide=True,
-        standalone=True,
-        liveness_endpoint=f"http://{host}:{port}/healthz",
-        stop_flag=stop,
-        # Ours, not kopf's default (user@host via getpass): under a numeric runAsUser with no
-        # passwd entry, as the image runs in a pod, getpass raises and nothing starts.
-        identity=PeeringIdentity(identity),
-    )
+    try:
+        await kopf.operator(
+            registry=registry,
+            clusterwide=True,
+            standalone=True,
+            liveness_endpoint=f"http://{host}:{port}/healthz",
+            stop_flag=stop,
+            # Ours, not kopf's default (user@host via getpass): under a numeric runAsUser
+            # with no passwd entry, as the image runs in a pod, getpass raises and nothing
+            # starts.
+            identity=PeeringIdentity(identity),
+        )
+    finally:
+        if early is not None:
+            await early.close()  # not taken when start-up failed before the informers
     return int(holder.get("exit_code", 0))

@@ -6,24 +6,28 @@ with bookmarks, relist on 410 Gone, reconnect with capped exponential backoff, a
 inactivity timeout so a silently dead connection is replaced. After every (re)list the
 handler receives the complete set, so objects deleted while we were disconnected are noticed.
 
-A list is a chain of pages (each page's continue token asks for the next), so the next page
-is requested before the current one is handed on: the API server prepares page N+1 while we
-convert page N. A handler that takes a relist page by page (`PagedHandler`) gets each page as
-it arrives and no page is kept after it; others get the joined list at the end. Resources
-with a typed decoder (gangsched.edge.wire) decode only the fields the scheduler reads.
+A list is a chain of pages (each page's continue token asks for the next), fetched by its own
+task (gangsched.edge.list_pages), so the next page is requested before the current one is
+handed on: the API server prepares page N+1 while we convert page N. A handler that takes a
+relist page by page (`PagedHandler`) gets each page as it arrives and no page is kept after
+it; others get the joined list at the end. Resources with a typed decoder
+(gangsched.edge.wire) decode only the fields the scheduler reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+import orjson
 import structlog
 
 from gangsched.edge.kube import JSON, Kube, KubeError
+from gangsched.edge.list_pages import ListPages
 from gangsched.edge.wire import LIST_DECODERS, Decoder, gc_paused
 
 log = structlog.get_logger("gangsched.informer")
@@ -84,6 +88,8 @@ class Informer:
     optional: bool = False
     #: Why an optional resource is missing ("" while it is listed normally; for /readyz).
     forbidden: str = ""
+    #: A list of this resource already under way (taken over by the first list).
+    first_list: ListPages | None = None
 
     async def run(self) -> None:
         backoff = self.initial_backoff
@@ -140,29 +146,34 @@ class Informer:
         paged = self.handler if isinstance(self.handler, PagedHandler) else None
         relist: Relist | None = None
         joined: list[JSON] = []
-        request = asyncio.ensure_future(self._page(""))
+        started, pages, count = time.monotonic(), 0, 0
+        # A list started before this informer existed (gangsched.edge.early_lists) is
+        # taken over once; every later list is our own.
+        source, self.first_list = self.first_list, None
+        if source is None:
+            source = ListPages(self.kube, self.path, page_size=self.page_size).start()
+        decode: Decoder = LIST_DECODERS.get(self.path, _decode_json)
         try:
             while True:
-                page = await request
+                raw = await source.next()
+                # Let the next page's request go out before this page's work begins.
+                await asyncio.sleep(0)
+                page = decode(raw)
+                del raw
                 meta = page.get("metadata") or {}
-                cont = meta.get("continue") or ""
-                if cont:
-                    # The server prepares the next page while this one goes into the cache.
-                    request = asyncio.ensure_future(self._page(cont))
-                    await asyncio.sleep(0)  # let it go out before this page's work begins
                 objects = self._objects(page, kind)
+                pages, count = pages + 1, count + len(objects)
                 if paged is not None:
                     relist = relist or paged.relist()
                     with gc_paused():
                         relist.add(objects)
                 else:
                     joined.extend(objects)
-                if not cont:
+                if not meta.get("continue"):
                     self.resource_version = str(meta.get("resourceVersion", ""))
                     break
         finally:
-            if not request.done():
-                request.cancel()
+            source.cancel()
         if paged is not None:
             (relist or paged.relist()).done()
         else:
@@ -173,19 +184,18 @@ class Informer:
             )
         self.last_error = ""
         self.forbidden = ""
+        # As client-go's reflector logs its lists: how long the start-up or a relist took.
+        log.info(
+            "listed",
+            resource=self.name or self.path,
+            objects=count,
+            pages=pages,
+            seconds=round(time.monotonic() - started, 3),
+        )
         self.relists += 1
         if self.on_relist is not None and self.relists > 1:
             self.on_relist(self.name)
         self.synced.set()
-
-    async def _page(self, cont: str) -> JSON:
-        query: dict[str, Any] = {"limit": self.page_size}
-        if cont:
-            query["continue"] = cont
-        decode: Decoder | None = LIST_DECODERS.get(self.path)
-        if decode is None:
-            return await self.kube.get(self.path, **query)
-        return await self.kube.get(self.path, decode=decode, **query)
 
     def _objects(self, page: JSON, kind: str) -> list[JSON]:
         objects = []
@@ -226,6 +236,11 @@ class Informer:
                 self.handler.delete(obj)
             else:
                 self.handler.upsert(obj)
+
+
+def _decode_json(raw: bytes) -> JSON:
+    page: JSON = orjson.loads(raw)
+    return page
 
 
 def _item_kind(path: str) -> str:

@@ -148,19 +148,35 @@ class Kube:
     ) -> JSON:
         """`decode` replaces the generic JSON decoding of a successful answer (typed list
         pages, gangsched.edge.wire)."""
-        response = await self._send(
+        raw = await self.request_raw(
             method, path, query=query, body=body, content_type=content_type, timeout=timeout
         )
-        async with response:
-            raw = await response.read()
-            if not 200 <= response.status < 300:
-                raise self._failed(method, path, query, _error(response.status, raw))
         if not raw:
             return {}
         if decode is not None:
             return decode(raw)
         decoded: JSON = orjson.loads(raw)
         return decoded
+
+    async def request_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = 30.0,
+    ) -> bytes:
+        """The body of a successful answer, undecoded (KubeError otherwise)."""
+        response = await self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        async with response:
+            raw: bytes = await response.read()
+            if not 200 <= response.status < 300:
+                raise self._failed(method, path, query, _error(response.status, raw))
+        return raw
 
     async def get(
         self, path: str, *, decode: Callable[[bytes], JSON] | None = None, **query: Any

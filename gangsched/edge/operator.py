@@ -41,6 +41,7 @@ from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DraCache
+from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.events import EventRecorder, ObjectRef
 from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
@@ -79,9 +80,15 @@ class Operator:
     discovery_seconds: float = 30.0
     #: Called when the scheduling loop cannot go on (a bug): the process exits 1.
     on_fatal: Callable[[], None] | None = None
+    #: Lists started before the operator existed, taken over by its informers.
+    early: EarlyLists = field(default_factory=EarlyLists)
 
     def __post_init__(self) -> None:
         self.kube.on_request = lambda verb: self.metrics.api_requests.labels(verb).inc()
+        if self.early.kube is not None:  # its requests so far, and from now on, count too
+            for verb, count in self.early.kube.requests.items():
+                self.metrics.api_requests.labels(verb).inc(count)
+            self.early.kube.on_request = self.kube.on_request
         cluster = ClusterState(scheduler_name=self.config.schedulerName)
         preemptor = self.preemptor
         if preemptor is not None:
@@ -121,6 +128,7 @@ class Operator:
             composite_cache=self.composite_cache,
             on_pod_groups=self._watching_pod_groups,
             discovery_seconds=self.discovery_seconds,
+            early=self.early,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._published = 0.0
@@ -184,6 +192,7 @@ class Operator:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self.early.close()
         await self.actuator.drain()
 
     def not_ready(self) -> str:
@@ -201,6 +210,7 @@ class Operator:
     # ----------------------------------------------------------------------------- scheduling
     async def _schedule_forever(self) -> None:
         await self.watches.wait_synced()
+        await self.early.close()  # every early list was taken over and has ended
         # What the caches hold now lives as long as the process: collections of the oldest
         # generation need not walk it again and again (at 50,000 pods, each full collection
         # walks a few million objects; gc.freeze's documented use). No collection first: a

@@ -23,6 +23,7 @@ from gangsched.core.model import Dialect
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
+from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.informer import Informer
 from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
@@ -64,6 +65,8 @@ class Watches:
     #: Dialect.COMPOSITE when the CompositePodGroup informer does).
     on_pod_groups: Callable[[Dialect, str], None]
     discovery_seconds: float = 30.0
+    #: Pod and node lists already under way (`gangsched run` starts them first).
+    early: EarlyLists = field(default_factory=EarlyLists)
     informers: dict[str, Informer] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
@@ -135,6 +138,7 @@ class Watches:
             api_version=api_version,
             kind=kind,
             optional=optional,
+            first_list=self.early.take(path),
             on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
             on_error=lambda resource, code: self.metrics.api_errors.labels(
                 f"list/watch {resource}", code

@@ -1,15 +1,19 @@
 """The informer's list: pages joined into one replace (or fed page by page to a handler that
 takes them), the next page requested before the current one is handed on, managedFields
-dropped on the way."""
+dropped on the way; a list started early (gangsched run) taken over by the informer."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
 import orjson
+import pytest
 
 from gangsched.edge.informer import Informer
+from gangsched.edge.kube import KubeError
+from gangsched.edge.list_pages import ListPages, continue_token
 
 
 class FakeKube:
@@ -17,10 +21,11 @@ class FakeKube:
         self.pages = pages
         self.queries: list[dict[str, Any]] = []
 
-    async def get(self, path: str, *, decode: Any = None, **query: Any) -> dict[str, Any]:
-        self.queries.append(query)
-        page = self.pages[len(self.queries) - 1]
-        return decode(orjson.dumps(page)) if decode is not None else page
+    async def request_raw(
+        self, method: str, path: str, *, query: dict[str, Any], **_: Any
+    ) -> bytes:
+        self.queries.append(dict(query))
+        return orjson.dumps(self.pages[len(self.queries) - 1])
 
 
 class Recorder:
@@ -91,8 +96,9 @@ async def test_pages_go_to_a_paged_handler_as_they_arrive_with_the_next_one_requ
     handler = PagedRecorder(kube)
     informer = Informer(kube, "/api/v1/pods", handler, page_size=2)  # type: ignore[arg-type]
     await informer._list()
-    # Page 1 is handed on after page 2 was asked for, page 2 after page 3; nothing joined.
-    assert handler.pages == [(["a", "b"], 2), (["c", "d"], 3), (["e"], 3)]
+    # Each page is handed on after the next one was asked for; nothing joined.
+    assert [names for names, _ in handler.pages] == [["a", "b"], ["c", "d"], ["e"]]
+    assert [asked >= min(i + 2, 3) for i, (_, asked) in enumerate(handler.pages)] == [True] * 3
     assert handler.finished == 1 and handler.replaced == []
     assert kube.queries[1:] == [{"limit": 2, "continue": "c1"}, {"limit": 2, "continue": "c2"}]
     assert informer.resource_version == "42" and informer.synced.is_set()
@@ -102,10 +108,12 @@ async def test_a_list_that_fails_half_way_never_finishes_the_relist() -> None:
     """Objects no page brought are only forgotten at the end of a complete list."""
 
     class Failing(FakeKube):
-        async def get(self, path: str, *, decode: Any = None, **query: Any) -> dict[str, Any]:
+        async def request_raw(
+            self, method: str, path: str, *, query: dict[str, Any], **_: Any
+        ) -> bytes:
             if query.get("continue"):
                 raise ConnectionResetError("gone")
-            return await super().get(path, decode=decode, **query)
+            return await super().request_raw(method, path, query=query)
 
     kube = Failing([{"metadata": {"continue": "c1"}, "items": [pod("a")]}])
     handler = PagedRecorder(kube)
@@ -114,3 +122,67 @@ async def test_a_list_that_fails_half_way_never_finishes_the_relist() -> None:
         await informer._list()
     assert handler.pages == [(["a"], 1)]  # the page that came is in, nothing is forgotten
     assert handler.finished == 0 and not informer.synced.is_set()
+
+
+def chain(n: int) -> list[dict[str, Any]]:
+    """n pages of one pod each, chained by continue tokens."""
+    return [
+        {
+            "metadata": {"continue": f"c{i + 1}"} if i < n - 1 else {"resourceVersion": "7"},
+            "items": [pod(f"p{i}")],
+        }
+        for i in range(n)
+    ]
+
+
+async def test_pages_fetched_ahead_stop_at_the_bound_until_taken() -> None:
+    kube = FakeKube(chain(10))
+    pages = ListPages(kube, "/api/v1/pods", page_size=1, ahead=3).start()  # type: ignore[arg-type]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(kube.queries) == 4  # three waiting to be taken, the fourth held until room
+    first = orjson.loads(await pages.next())
+    assert first["items"][0]["metadata"]["name"] == "p0"
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(kube.queries) == 5
+    pages.cancel()
+
+
+async def test_an_informer_takes_over_a_list_already_under_way() -> None:
+    """The pages fetched before the informer existed go into its first list, in order, and
+    the list goes on from there; the next list is the informer's own."""
+    kube = FakeKube(chain(4) + chain(2))
+    early = ListPages(kube, "/api/v1/pods", page_size=1, ahead=8).start()  # type: ignore[arg-type]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(kube.queries) == 4  # the whole list fetched before anyone took it
+    handler = PagedRecorder(kube)
+    informer = Informer(kube, "/api/v1/pods", handler, page_size=1, first_list=early)  # type: ignore[arg-type]
+    await informer._list()
+    assert [names for names, _ in handler.pages] == [["p0"], ["p1"], ["p2"], ["p3"]]
+    assert handler.finished == 1 and informer.resource_version == "7"
+    assert informer.first_list is None
+    await informer._list()  # a relist asks the server again
+    assert [names for names, _ in handler.pages][4:] == [["p0"], ["p1"]]
+    assert kube.queries[4] == {"limit": 1}
+
+
+async def test_a_failed_early_list_fails_the_informers_first_list() -> None:
+    class Refusing(FakeKube):
+        async def request_raw(self, method: str, path: str, **_: Any) -> bytes:
+            raise KubeError(403, "Forbidden", "pods is forbidden")
+
+    early = ListPages(Refusing([]), "/api/v1/pods").start()  # type: ignore[arg-type]
+    handler = PagedRecorder(FakeKube([]))
+    informer = Informer(FakeKube([]), "/api/v1/pods", handler, first_list=early)  # type: ignore[arg-type]
+    with pytest.raises(KubeError):
+        await informer._list()
+    assert handler.finished == 0 and not informer.synced.is_set()
+
+
+def test_the_continue_token_is_read_without_the_items() -> None:
+    page = {"kind": "PodList", "metadata": {"continue": "abc", "resourceVersion": "9"}}
+    assert continue_token(orjson.dumps({**page, "items": [pod("a")]})) == "abc"
+    assert continue_token(b'{"metadata": {"resourceVersion": "9"}, "items": []}') == ""
+    assert continue_token(b'{"kind": "Status", "metadata": 3}') == ""
