@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gangsched.edge.kube import Kube
 from gangsched.edge.list_pages import ListPages
@@ -38,6 +39,8 @@ class EarlyLists:
     @classmethod
     async def start(cls, kubeconfig: str | None) -> EarlyLists:
         """Connect and start the lists; on any problem, nothing early (see the module)."""
+        if kubeconfig is not None and not Path(kubeconfig).is_file():
+            return cls()  # said by the operator's own connection (the client would print it)
         try:
             kube = await Kube.connect(kubeconfig, connections=len(EARLY_PATHS))
         except Exception:  # reported by the operator's own connection, as without this
