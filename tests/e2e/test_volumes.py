@@ -168,13 +168,18 @@ async def test_four_members_provisioned_on_their_nodes_before_any_pod_binds(
     first_bound: dict[str, float] = {}  # claim or pod -> first time seen bound
 
     async def record() -> None:
+        # Pods are listed before claims: a claim bound before a pod that this poll sees bound
+        # is then seen by this poll too (listed the other way round, a claim bound between
+        # the two lists, just before its pod, was recorded one poll after the pod).
         now = time.monotonic()
-        for claim_name, claim in (await env.claims()).items():
-            if claim["spec"].get("volumeName"):
-                first_bound.setdefault(claim_name, now)
-        for pod_name, pod in (await env.pods()).items():
+        pods = await env.pods()
+        claims = await env.claims()
+        for pod_name, pod in pods.items():
             if pod["spec"].get("nodeName"):
                 first_bound.setdefault(pod_name, now)
+        for claim_name, claim in claims.items():
+            if claim["spec"].get("volumeName"):
+                first_bound.setdefault(claim_name, now)
 
     async def watch() -> None:
         while True:
