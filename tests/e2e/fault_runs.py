@@ -34,6 +34,63 @@ def no_tracebacks(*replicas: Replica) -> None:
         assert "Traceback" not in replica.text(), replica.tail(80)
 
 
+class Restarter:
+    """Starts the replica again when it exits on its own, as the Deployment's pod restart
+    would. A leader that cannot renew its lease within the renew deadline (10 s) exits 1 by
+    design; on a machine at load 15+ that happens, and a run that never restarted it would
+    wait for a scheduler that is gone. Only exit code 1 (leadership lost) is accepted: any
+    other exit fails the run. Deliberate kills go through `kill_and_restart`."""
+
+    def __init__(self, replica: Replica) -> None:
+        self.replica = replica
+        self.own_exits: list[int] = []
+        self._busy = False
+        self._task: asyncio.Task[None] | None = None
+
+    def __enter__(self) -> Restarter:
+        self._task = asyncio.create_task(self._watch())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._task is None:
+            return
+        if self._task.done() and not self._task.cancelled():
+            error = self._task.exception()
+            if error is not None:  # an exit other than "leadership lost"
+                raise error
+        self._task.cancel()
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            if not self._busy and not self.replica.alive:
+                await self._restart_after_own_exit()
+
+    async def _restart_after_own_exit(self) -> None:
+        code = await self.replica.wait_exit()
+        self.own_exits.append(code)
+        assert code == 1, f"{self.replica.name} exited {code} on its own:\n{self.replica.tail()}"
+        self.replica.start()
+
+    async def kill_and_restart(self, sig: int) -> None:
+        """Kill the replica (or, if it exited on its own just before, note that), start it
+        again and wait until it is ready."""
+        self._busy = True
+        try:
+            if self.replica.alive:
+                self.replica.kill(sig)
+                code = await self.replica.wait_exit()
+                assert code == -sig, f"{self.replica.name} exited {code}, not by signal {sig}"
+            else:
+                await self._restart_after_own_exit()
+                self.replica.kill(sig)
+                assert await self.replica.wait_exit() == -sig
+            self.replica.start()
+            await self.replica.wait_ready()
+        finally:
+            self._busy = False
+
+
 async def quiesce(workload: Workload, *, timeout: float, stable_polls: int = 3) -> dict[str, JSON]:
     """Wait until nothing that fits is left pending, nothing is terminating and the set of
     bound pods stopped changing; return the pods. Fails with the reasons after `timeout`."""

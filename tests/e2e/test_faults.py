@@ -28,6 +28,7 @@ from .conftest import Cluster
 from .fault_runs import (
     PRIORITIES,
     SEED,
+    Restarter,
     fault_summary,
     no_tracebacks,
     quiesce,
@@ -56,28 +57,28 @@ async def test_kill9_storm_keeps_every_invariant(
         assert recorder is not None
         waves = [(40, "faults-low"), (35, "faults-mid"), (25, "faults-high")]
         kills: list[str] = []
-        for index, (count, priority_class) in enumerate(waves):
-            gangs = random_gangs(
-                rng,
-                count,
-                prefix=f"w{index}-",
-                priority_class=priority_class,
-                priority=PRIORITIES[priority_class],
-            )
-            creating = asyncio.create_task(
-                workload.create_gangs(gangs, shuffle_seed=rng.randrange(1 << 30))
-            )
-            for _ in range(3):
-                await asyncio.sleep(rng.uniform(0.3, 2.5))
-                partial = recorder.partial_gangs()
-                bound = sum(1 for p in recorder.pods.values() if p["spec"].get("nodeName"))
-                replica.kill(signal.SIGKILL)
-                assert await replica.wait_exit() == -signal.SIGKILL
-                kills.append(f"kill {len(kills) + 1}: {bound} pods bound, {partial} gangs partial")
-                replica.start()
-                await replica.wait_ready()
-            await creating
-        pods = await quiesce(workload, timeout=300)
+        with Restarter(replica) as restarter:
+            for index, (count, priority_class) in enumerate(waves):
+                gangs = random_gangs(
+                    rng,
+                    count,
+                    prefix=f"w{index}-",
+                    priority_class=priority_class,
+                    priority=PRIORITIES[priority_class],
+                )
+                creating = asyncio.create_task(
+                    workload.create_gangs(gangs, shuffle_seed=rng.randrange(1 << 30))
+                )
+                for _ in range(3):
+                    await asyncio.sleep(rng.uniform(0.3, 2.5))
+                    partial = recorder.partial_gangs()
+                    bound = sum(1 for p in recorder.pods.values() if p["spec"].get("nodeName"))
+                    await restarter.kill_and_restart(signal.SIGKILL)
+                    kills.append(
+                        f"kill {len(kills) + 1}: {bound} pods bound, {partial} gangs partial"
+                    )
+                await creating
+            pods = await quiesce(workload, timeout=300)
         elapsed = time.monotonic() - started
         assert await replica.stop() == 0, replica.tail()
         await recorder.stop()
@@ -107,6 +108,7 @@ async def test_kill9_storm_keeps_every_invariant(
             f"\nkill -9 storm (seed {SEED}): {len(kills)} kills in {elapsed:.0f}s; "
             f"{summarize(workload, pods, recorder)}; binds per incarnation {per_incarnation}; "
             f"bind conflicts (already bound) {conflicts}; "
+            f"exits on its own (lease lost under load) {len(restarter.own_exits)}; "
             f"{fault_summary(workload, recorder, interrupted)}\n  " + "\n  ".join(kills)
         )
         assert not violations, "\n".join(violations)
