@@ -35,11 +35,17 @@ from gangsched.core.preemption.cost import kept_nominations, ranking, victim_cos
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.kep import is_lone_pod, kep_search
 from gangsched.core.preemption.lone_pod import NodeOption, node_options
-from gangsched.core.preemption.prefix import NodeBest, cheapest_rows, prefix_per_node, unit_rows
+from gangsched.core.preemption.prefix import (
+    NodeBest,
+    cheapest_rows,
+    kept_after_removing,
+    prefix_per_node,
+    smallest_sufficient_prefix,
+    unit_rows,
+)
 from gangsched.core.preemption.victims import VictimUnit, costliest_key
 from gangsched.core.preemption.whole_gangs import one_gang, whole_gangs
 from gangsched.core.snapshot import BoolVector, Snapshot
-from gangsched.core.status import Code
 
 
 def mincost_search(problem: Problem) -> Candidate | CannotHelp:
@@ -106,40 +112,17 @@ def staged(problem: Problem) -> Candidate | None:
     for stage in stages:
         removed = [*removed, *stage]
         prefixes.append(removed)
-    found: dict[int, list[VictimUnit]] = {}
 
-    def attempt(k: int) -> bool:
-        reuse = k == len(prefixes) - 1 and problem.all_removed is not None
-        mark = problem.mark()
-        try:
-            problem.remove(prefixes[k])
-            if reuse:
-                assert problem.all_removed is not None
-                placement = problem.all_removed  # the very run kep already made
-                for pod, node in placement:
-                    problem.snap.assume(pod, node)
-            else:
-                if not problem.may_fit():
-                    return False
-                result = problem.place(probe=True)
-                if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
-                    return False
-                placement = list(result.placements)
-            found[k] = problem.reprieve(prefixes[k], placement, _costliest(problem))
-            return True
-        finally:
-            problem.rollback(mark)
+    def kept(k: int) -> list[VictimUnit] | None:
+        # With every victim gone the placement is the very run kep already made.
+        last = k == len(prefixes) - 1
+        known = problem.all_removed if last else None
+        return kept_after_removing(problem, prefixes[k], _costliest(problem), known=known)
 
-    lo, hi = 0, len(prefixes) - 1
-    if not attempt(hi):
+    chosen = smallest_sufficient_prefix(prefixes, kept)
+    if chosen is None:
         return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if attempt(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return problem.verify(found[hi], "mincost/staged", problem.potential_pods)
+    return problem.verify(chosen, "mincost/staged", problem.potential_pods)
 
 
 # ----------------------------------------------------------------------------------- greedy

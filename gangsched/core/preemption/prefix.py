@@ -6,18 +6,25 @@ younger). For a pod with a given capacity deficit per node, a cumulative sum ins
 node's segment finds the first prefix that frees enough, and segment-wise cumulative sums and
 maxima give that prefix's cost. A handful of NumPy passes over all rows, no loop over nodes:
 this is what lets mincost's greedy and the lone-pod search look at 5,000 nodes cheaply.
+
+The candidates that take victims in one fixed order (mincost's stages, whole gangs) share the
+search at the end: the smallest prefix of that order with which the gang is placed, by binary
+search, each probe a placement with the prefix removed and then a reprieve.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from gangsched.core.framework import IndexVector
+from gangsched.core.model import Pod
 from gangsched.core.preemption.engine import Problem
 from gangsched.core.preemption.victims import VictimUnit
 from gangsched.core.snapshot import BoolVector, IntMatrix, IntVector
+from gangsched.core.status import Code
 
 _SEGMENT = np.int64(2**34)
 _PRIO_SHIFT = np.int64(2**32)
@@ -149,3 +156,61 @@ def unit_rows(problem: Problem, units: list[VictimUnit]) -> IndexVector:
     """The problem's row positions (unit order, not `Rows` order) of `units`."""
     spans = [np.arange(problem.row_start[u.index], problem.row_start[u.index + 1]) for u in units]
     return np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
+
+
+ReprieveOrder = Callable[[VictimUnit], tuple[object, ...]]
+
+
+def kept_after_removing(
+    problem: Problem,
+    units: list[VictimUnit],
+    order: ReprieveOrder,
+    *,
+    known: list[tuple[Pod, int]] | None = None,
+) -> list[VictimUnit] | None:
+    """With `units` removed, place the gang as a probe (or assume `known`, a placement already
+    found with them removed); if every member needed is placed, give back what it can spare in
+    `order` and return the victims that stay. None if the gang is not placed. The snapshot is
+    left as it was."""
+    mark = problem.mark()
+    try:
+        problem.remove(units)
+        if known is not None:
+            placement = known
+            for pod, node in placement:
+                problem.snap.assume(pod, node)
+        else:
+            if not problem.may_fit():
+                return None
+            result = problem.place(probe=True)
+            if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
+                return None
+            placement = list(result.placements)
+        return problem.reprieve(units, placement, order)
+    finally:
+        problem.rollback(mark)
+
+
+def smallest_sufficient_prefix(
+    prefixes: list[list[VictimUnit]], kept: Callable[[int], list[VictimUnit] | None]
+) -> list[VictimUnit] | None:
+    """The victims `kept(k)` gives for the smallest k with which the gang is placed (binary
+    search: a longer prefix of one order never places less); None if the longest does not."""
+    found: dict[int, list[VictimUnit]] = {}
+
+    def placed(k: int) -> bool:
+        victims = kept(k)
+        if victims is not None:
+            found[k] = victims
+        return victims is not None
+
+    lo, hi = 0, len(prefixes) - 1
+    if not prefixes or not placed(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if placed(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return found[hi]

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gangsched.core.model import GroupRef, Pod
+from gangsched.core.model import GroupRef
 from gangsched.core.preemption.engine import Candidate, Problem
+from gangsched.core.preemption.prefix import kept_after_removing, smallest_sufficient_prefix
 from gangsched.core.preemption.victims import VictimUnit
-from gangsched.core.status import Code
 
 
 @dataclass(slots=True)
@@ -88,35 +88,13 @@ def whole_gangs(problem: Problem) -> Candidate | None:
         taken = [*taken, *atom.units]
         prefixes.append(taken)
     position = {unit.index: i for i, unit in enumerate(taken)}
-    found: dict[int, list[VictimUnit]] = {}
-
-    def attempt(k: int) -> bool:
-        mark = problem.mark()
-        try:
-            problem.remove(prefixes[k])
-            if not problem.may_fit():
-                return False
-            result = problem.place(probe=True)
-            if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
-                return False
-            placement: list[tuple[Pod, int]] = list(result.placements)
-            found[k] = problem.reprieve(
-                prefixes[k], placement, lambda unit: (-position[unit.index],)
-            )
-            return True
-        finally:
-            problem.rollback(mark)
-
-    lo, hi = 0, len(prefixes) - 1
-    if not prefixes or not attempt(hi):
+    chosen = smallest_sufficient_prefix(
+        prefixes,
+        lambda k: kept_after_removing(problem, prefixes[k], lambda unit: (-position[unit.index],)),
+    )
+    if chosen is None:
         return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if attempt(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return problem.verify(found[hi], "mincost/workloads", problem.potential_pods)
+    return problem.verify(chosen, "mincost/workloads", problem.potential_pods)
 
 
 def _by_position(position: dict[int, int]) -> Callable[[VictimUnit], tuple[object, ...]]:
@@ -140,16 +118,7 @@ def one_gang(problem: Problem, *, probes: int = 8) -> Candidate | None:
         # Reprieve order: singles first (each one given back disrupts one pod less), then
         # the gang's own members (a part of it given back still leaves it broken).
         position = {unit.index: i for i, unit in enumerate(chosen)}
-        mark = problem.mark()
-        try:
-            problem.remove(chosen)
-            if not problem.may_fit():
-                continue
-            result = problem.place(probe=True)
-            if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
-                continue
-            kept = problem.reprieve(chosen, list(result.placements), _by_position(position))
-        finally:
-            problem.rollback(mark)
-        return problem.verify(kept, "mincost/one-gang", problem.potential_pods)
+        kept = kept_after_removing(problem, chosen, _by_position(position))
+        if kept is not None:
+            return problem.verify(kept, "mincost/one-gang", problem.potential_pods)
     return None
