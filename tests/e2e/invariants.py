@@ -63,6 +63,9 @@ class PodRecorder:
     overcommits: list[str] = field(default_factory=list)
     #: pod -> time.monotonic() when the watch first showed it bound
     first_bound: dict[str, float] = field(default_factory=dict)
+    #: Pods deleted while the watch was down (gone at a relist): the watch never showed their
+    #: last states, e.g. a bind and a preemption both inside an API server restart.
+    unseen_deletions: set[str] = field(default_factory=set)
     events: int = 0
     _task: asyncio.Task[None] | None = None
     _kube: EdgeKube | None = None
@@ -90,7 +93,9 @@ class PodRecorder:
 
     # Informer handler
     def replace(self, objects: list[JSON]) -> None:
-        self.pods = {o["metadata"]["name"]: o for o in objects}
+        listed = {o["metadata"]["name"]: o for o in objects}
+        self.unseen_deletions.update(set(self.pods) - set(listed))
+        self.pods = listed
         for obj in objects:
             self._seen(obj)
         for node in self.workload.nodes:
@@ -165,11 +170,25 @@ class PodRecorder:
             count += 0 < bound < gang.min_member
         return count
 
-    def violations(self, interrupted: dict[str, bool] | None = None) -> list[str]:
+    def violations(
+        self,
+        interrupted: dict[str, bool] | None = None,
+        *,
+        logged_victims: dict[str, str] | None = None,
+    ) -> list[str]:
         """`interrupted`: gangs whose binds a fault cut short (see `interrupted_gangs`), with
         whether the scheduler tried them again; such a gang may stay short if it was retried
-        (its decision placed it whole; the fault, then higher-priority work, left it short)."""
+        (its decision placed it whole; the fault, then higher-priority work, left it short).
+        `logged_victims` (see `preempted_log_lines`): pods the scheduler says it preempted
+        (logged once the API server accepted their DisruptionTarget condition and deletion).
+        They count only for pods deleted while the watch was down, whose condition the watch
+        could not show: a gang bound whole and preempted within an API server restart is
+        seen short (its last bind and its preemption both fell in the gap)."""
         interrupted = interrupted or {}
+        victims = dict(self.victims)
+        for pod, preemptor in (logged_victims or {}).items():
+            if pod in self.unseen_deletions:
+                victims.setdefault(pod, preemptor)
         out = [f"node over capacity: {o}" for o in self.overcommits]
         out += [
             f"pod {p} was bound to more than one node: {sorted(n)}"
@@ -177,7 +196,7 @@ class PodRecorder:
             if len(n) > 1
         ]
         w = self.workload
-        for victim, preemptor in self.victims.items():
+        for victim, preemptor in victims.items():
             victim_gang = w.gangs.get(w.pod_gang.get(victim, ""))
             name = preemptor.split("/", 1)[-1]
             preemptor_gang = w.gangs.get(name) or w.gangs.get(w.pod_gang.get(name, ""))
@@ -190,7 +209,7 @@ class PodRecorder:
                 )
         for name, gang in w.gangs.items():
             most = self.max_bound.get(name, 0)
-            lost = any(p in self.victims for p in gang.pod_names())
+            lost = any(p in victims for p in gang.pod_names())
             if not 0 < most < gang.min_member or lost:
                 continue  # whole at some point, never bound, or short because preempted
             if interrupted.get(name) is False:
@@ -273,17 +292,20 @@ def bound_log_lines(replicas: Iterable[Replica]) -> dict[str, list[tuple[str, in
 def interrupted_gangs(replicas: Iterable[Replica]) -> dict[str, bool]:
     """Gang name -> retried afterwards, for every gang a scheduling decision placed whole but
     whose binds were not all done: the process was killed or lost its lease before sending
-    them, or a bind failed (API server gone). Read from the schedulers' logs."""
+    them, or a bind failed (API server gone). Read from the schedulers' logs. A bind whose
+    outcome was unknown (connection lost) and that reading the pod back showed done
+    ("bound", checked) was not cut short; one still unknown when the process ended was."""
     out: dict[str, bool] = {}
     for replica in replicas:
         owed: dict[str, int] = defaultdict(int)
+        unsettled: dict[str, str] = {}  # pod -> gang, bind outcome still unknown
         incarnation = 0
+
         for record in replica.events():
             if record["_incarnation"] != incarnation:
-                for gang, count in owed.items():
-                    if count > 0:
-                        out.setdefault(gang, False)
+                _cut_short(out, owed, unsettled)
                 owed.clear()
+                unsettled.clear()
                 incarnation = record["_incarnation"]
             group = str(record.get("group", "")).rsplit("/", 1)[-1]
             event = record.get("event")
@@ -294,9 +316,32 @@ def interrupted_gangs(replicas: Iterable[Replica]) -> dict[str, bool]:
                     owed[group] += int(record.get("bound") or 0)
             elif event == "bound":
                 owed[group] -= 1
-            elif event in ("bind failed", "bind outcome unknown; checking"):
+                unsettled.pop(str(record.get("pod")), None)
+            elif event == "bind outcome unknown; checking":
+                unsettled[str(record.get("pod"))] = group
+            elif event == "bind failed":
+                unsettled.pop(str(record.get("pod")), None)
                 out.setdefault(group, False)
-        for gang, count in owed.items():
-            if count > 0:
-                out.setdefault(gang, False)
+        _cut_short(out, owed, unsettled)
+    return out
+
+
+def _cut_short(out: dict[str, bool], owed: dict[str, int], unsettled: dict[str, str]) -> None:
+    """At the end of an incarnation's log: gangs with binds not sent, or not known done."""
+    for gang, count in owed.items():
+        if count > 0:
+            out.setdefault(gang, False)
+    for gang in unsettled.values():
+        out.setdefault(gang, False)
+
+
+def preempted_log_lines(replicas: Iterable[Replica]) -> dict[str, str]:
+    """Pod name -> preemptor ("ns/name") for every preemption the schedulers logged: the log
+    line is written once the API server accepted the victim's DisruptionTarget condition and
+    its deletion (edge/pod_writes.py)."""
+    out: dict[str, str] = {}
+    for replica in replicas:
+        for record in replica.events():
+            if record.get("event") == "preempted":
+                out[str(record["pod"]).rsplit("/", 1)[-1]] = str(record.get("preemptor", "?"))
     return out

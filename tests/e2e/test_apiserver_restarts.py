@@ -26,7 +26,13 @@ from .fault_runs import (
     summarize,
 )
 from .harness import Replica, eventually, install, manifest_config
-from .invariants import PodRecorder, bound_log_lines, final_state_violations, interrupted_gangs
+from .invariants import (
+    PodRecorder,
+    bound_log_lines,
+    final_state_violations,
+    interrupted_gangs,
+    preempted_log_lines,
+)
 from .k8s import Kube, unique_name
 from .workload import Gang, Workload, random_gangs
 
@@ -75,7 +81,7 @@ async def test_apiserver_and_etcd_restarts_mid_run(
     rng = random.Random(SEED + 1)
     install(cluster)
     kube = await Kube.from_kubeconfig(cluster.kubeconfig)
-    workdir = cluster.dir / "e2e-restart"
+    workdir = tmp_path / "e2e-restart"  # kept by pytest: the logs of a failed run
     workload = Workload(kube, unique_name("restart"))
     replica = Replica(cluster, "restart-0", workdir, manifest_config())
     recorder = PodRecorder(workload, cluster.kubeconfig)
@@ -154,7 +160,9 @@ async def test_apiserver_and_etcd_restarts_mid_run(
             f"{summarize(workload, pods, recorder)}; "
             f"{fault_summary(workload, recorder, interrupted)}"
         )
-        violations = recorder.violations(interrupted) + final_state_violations(workload, pods)
+        violations = recorder.violations(
+            interrupted, logged_victims=preempted_log_lines([replica])
+        ) + final_state_violations(workload, pods)
         binds = bound_log_lines([replica])
         violations += [f"{p} bound more than once: {v}" for p, v in binds.items() if len(v) > 1]
         assert not violations, "\n".join(violations)

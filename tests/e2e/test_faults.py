@@ -37,7 +37,13 @@ from .fault_runs import (
     workdir,  # noqa: F401  (fixture)
 )
 from .harness import SIGS, eventually, manifest_config
-from .invariants import PodRecorder, bound_log_lines, final_state_violations, interrupted_gangs
+from .invariants import (
+    PodRecorder,
+    bound_log_lines,
+    final_state_violations,
+    interrupted_gangs,
+    preempted_log_lines,
+)
 from .k8s import Kube, condition
 from .workload import Gang, Workload, random_gangs
 
@@ -84,7 +90,9 @@ async def test_kill9_storm_keeps_every_invariant(
         await recorder.stop()
 
         interrupted = interrupted_gangs([replica])
-        violations = recorder.violations(interrupted) + final_state_violations(workload, pods)
+        violations = recorder.violations(
+            interrupted, logged_victims=preempted_log_lines([replica])
+        ) + final_state_violations(workload, pods)
         binds = bound_log_lines([replica])
         violations += [
             f"{pod} bound more than once: {lines}" for pod, lines in binds.items() if len(lines) > 1
