@@ -5,12 +5,14 @@ seconds. Expiry is judged by our own clock from when we last saw the lease chang
 client-go does), never by comparing our clock with the holder's timestamps, so clock skew
 between replicas cannot make two leaders.
 
-A follower looks at the lease every `observe_period` (0.5 s) rather than every retry period,
-and wakes at the moment the lease it last saw expires: client-go's follower learns of the
-last renewal up to one retry period late and tries again up to one retry period after
-expiry, so it took over up to two retry periods (4 s) after the lease expired; this one
-takes over within half a second of it (issue 17: a warm follower binds within lease expiry
-+ 1 s). The cost is two GETs of one small object per second per follower.
+A follower watches the lease (one object, by field selector) and wakes at the moment the
+lease it last saw expires: client-go's follower learns of the last renewal up to one retry
+period late and tries again up to one retry period after expiry, so it took over up to two
+retry periods (4 s) after the lease expired; this one sees each renewal within milliseconds
+and tries at expiry (issue 17: a warm follower binds within lease expiry + 1 s). It still
+reads the lease once a retry period, and every `observe_period` (0.5 s) while the watch is
+down (no `watch` permission on leases, API server restarting), so a lost watch costs at most
+half a second, never a takeover.
 
 A leader that cannot renew within the renew deadline stops writing at once and reports the
 loss, and the process exits non-zero to restart clean.
@@ -58,6 +60,9 @@ class LeaderElector:
     _observed_duration: float = 0.0
     _renewed_at: float = 0.0
     became_leader: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set by the lease watch on every change it delivers; the follower then re-plans its wait.
+    _seen_change: asyncio.Event = field(default_factory=asyncio.Event)
+    _watching: bool = False
 
     @property
     def path(self) -> str:
@@ -69,11 +74,16 @@ class LeaderElector:
 
     async def run(self) -> None:
         """Acquire, then renew until lost (raises LeadershipLost) or cancelled."""
-        while not self.leading:
-            if await self._attempt(self.lease_seconds):
-                self._set_leading(True)
-                break
-            await asyncio.sleep(self.follower_wait())
+        watcher = asyncio.create_task(self._watch_lease())
+        try:
+            while not self.leading:
+                if await self._attempt(self.lease_seconds):
+                    self._set_leading(True)
+                    break
+                await self._wait_for_turn()
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
         while True:
             await asyncio.sleep(self.retry_period)
             # An attempt may not outlive the renew deadline: a hung API server must not keep
@@ -88,14 +98,74 @@ class LeaderElector:
                     f"within {self.renew_deadline:g}s"
                 )
 
+    async def _wait_for_turn(self) -> None:
+        """Sleep until the next try is due (follower_wait); a change the watch delivers only
+        re-plans the sleep, unless it frees the lease, which is tried at once."""
+        while True:
+            self._seen_change.clear()
+            try:
+                await asyncio.wait_for(self._seen_change.wait(), self.follower_wait())
+            except TimeoutError:
+                return
+            holder = self._observed[0]
+            expired = self.clock() - self._observed_at >= self._observed_duration
+            if not holder or holder == self.identity or expired:
+                return
+
     def follower_wait(self) -> float:
-        """Until the next look at the lease: the observe period, or less if the lease we
-        last saw expires sooner (then we try at that moment, not a period later)."""
-        wait = min(self.observe_period, self.retry_period)
+        """Until the next try: a retry period while the watch reports every change (the
+        observe period while it is down), or less if the lease we last saw expires sooner
+        (then we try at that moment, not a period later)."""
+        wait = self.retry_period if self._watching else min(self.observe_period, self.retry_period)
         if self._observed_duration:
             expires_in = self._observed_at + self._observed_duration - self.clock()
             wait = min(wait, max(expires_in, 0.0) + 0.001)
         return wait
+
+    async def _watch_lease(self) -> None:
+        """Follow the lease's changes while following; on any failure fall back to polling
+        (see follower_wait) and watch again after a retry period. A 403 (an RBAC without
+        `watch` on leases) is said once and polling stays."""
+        query = {"fieldSelector": f"metadata.name={self.name}", "allowWatchBookmarks": "true"}
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+        while not self.leading:
+            try:
+                # Without a resourceVersion the watch starts with the lease as it is now.
+                async for event in self.kube.watch(
+                    path, query=query, read_timeout=max(90.0, 3 * self.lease_seconds)
+                ):
+                    self._watching = True
+                    lease = event.get("object") or {}
+                    if event.get("type") in ("ADDED", "MODIFIED") and isinstance(lease, dict):
+                        self._observe(lease, self.clock())
+                        self._seen_change.set()
+                continue  # the server ended the watch (its timeout): watch again at once
+            except KubeError as exc:
+                if exc.forbidden:
+                    log.warning(
+                        "cannot watch the lease; polling it instead",
+                        lease=self.name,
+                        every_s=min(self.observe_period, self.retry_period),
+                    )
+                    self._watching = False
+                    return
+                log.info("lease watch ended", lease=self.name, error=str(exc))
+            except Exception as exc:  # connection lost, API server restarting, bad event
+                log.info("lease watch ended", lease=self.name, error=repr(exc))
+            self._watching = False
+            await asyncio.sleep(self.retry_period)
+
+    def _observe(self, lease: JSON, now: float) -> tuple[str, float]:
+        """Record the lease as seen at `now`: the expiry clock restarts only when its holder or
+        renewTime changed. Returns the holder and the lease duration it states."""
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
+        self._observed_duration = duration
+        return holder, duration
 
     async def _attempt(self, timeout: float) -> bool:
         """One acquire/renew round trip, bounded in time; any failure is a failed attempt
@@ -150,12 +220,7 @@ class LeaderElector:
                 return False
             return await self._create()
         spec = lease.setdefault("spec", {})
-        holder = str(spec.get("holderIdentity") or "")
-        record = (holder, str(spec.get("renewTime") or ""))
-        if record != self._observed:
-            self._observed, self._observed_at = record, now
-        duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
-        self._observed_duration = duration
+        holder, duration = self._observe(lease, now)
         held_by_other = holder and holder != self.identity
         if held_by_other and self.leading:
             # Someone else holds it: stop writing now rather than at the renew deadline.

@@ -32,6 +32,29 @@ class LeaseServer:
         self.fail: Exception | None = None
         self.hang = False
         self.puts = 0
+        self.gets = 0
+        self.watch_forbidden = False
+        self.watchers: list[asyncio.Queue[dict[str, Any]]] = []
+
+    def _publish(self, kind: str) -> None:
+        for queue in self.watchers:
+            queue.put_nowait({"type": kind, "object": copy.deepcopy(self.lease)})
+
+    async def watch(self, path: str, *, query: Any, read_timeout: float) -> Any:
+        """The lease's changes, starting with the lease as it is (a watch without a
+        resourceVersion); a 403 when the RBAC lacks `watch`."""
+        if self.watch_forbidden:
+            raise KubeError(403, "Forbidden", "leases is forbidden: cannot watch")
+        assert query["fieldSelector"] == "metadata.name=gangsched"
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.watchers.append(queue)
+        try:
+            if self.lease is not None:
+                yield {"type": "ADDED", "object": copy.deepcopy(self.lease)}
+            while True:
+                yield await queue.get()
+        finally:
+            self.watchers.remove(queue)
 
     async def _check(self) -> None:
         if self.hang:
@@ -41,6 +64,7 @@ class LeaseServer:
 
     async def get(self, path: str, **_: Any) -> dict[str, Any]:
         await self._check()
+        self.gets += 1
         if self.lease is None:
             raise KubeError(404, "NotFound", "leases not found")
         return copy.deepcopy(self.lease)
@@ -52,6 +76,7 @@ class LeaseServer:
         self.version += 1
         self.lease = copy.deepcopy(body)
         self.lease["metadata"]["resourceVersion"] = str(self.version)
+        self._publish("ADDED")
         return copy.deepcopy(self.lease)
 
     async def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> Any:
@@ -64,6 +89,7 @@ class LeaseServer:
         self.puts += 1
         self.lease = copy.deepcopy(body)
         self.lease["metadata"]["resourceVersion"] = str(self.version)
+        self._publish("MODIFIED")
         return copy.deepcopy(self.lease)
 
     @property
@@ -217,3 +243,80 @@ async def test_a_follower_that_sees_renewals_keeps_waiting_the_full_lease() -> N
     assert b.follower_wait() <= 0.101
     clock.now += 0.1
     assert await b._try_acquire_or_renew()
+
+
+async def _until(condition: Any, seconds: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.005)
+
+
+async def test_a_watching_follower_sees_each_renewal_at_once_and_tries_at_expiry() -> None:
+    """The follower's expiry clock restarts the moment a renewal is written (the watch), so
+    it neither polls every half second nor takes over later than the lease allows."""
+    server, clock = LeaseServer(), Clock()
+    a = elector(server, "a", clock)
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    b = LeaderElector(kube=server, identity="b", clock=clock, retry_period=2.0)  # type: ignore[arg-type]
+    task = asyncio.create_task(b.run())
+    try:
+        await _until(lambda: b._watching)
+        seen_at = b._observed_at
+        clock.now += 5.0
+        assert await a._try_acquire_or_renew()  # a renews: b sees it through the watch
+        await _until(lambda: b._observed_at == clock.now)
+        assert b._observed_at > seen_at
+        assert b.follower_wait() == 2.0  # watching: a safety read once a retry period only
+        gets = server.gets
+        await asyncio.sleep(0.05)
+        assert server.gets == gets  # nothing polled in between
+        clock.now += 14.9
+        assert 0.1 <= b.follower_wait() <= 0.102
+        clock.now += 0.2
+        b._seen_change.set()  # wake b now (its real-time sleep does not follow the fake clock)
+        await asyncio.wait_for(b.became_leader.wait(), 5)
+        assert server.holder == "b"
+        assert server.watchers == []  # the leader stops watching
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_follower_without_watch_permission_polls_the_lease() -> None:
+    server, clock = LeaseServer(), Clock()
+    server.watch_forbidden = True
+    a = elector(server, "a", clock)
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    b = LeaderElector(kube=server, identity="b", clock=clock, observe_period=0.01)  # type: ignore[arg-type]
+    task = asyncio.create_task(b.run())
+    try:
+        await _until(lambda: server.gets >= 5)  # polled every observe period
+        assert not b._watching and b.follower_wait() == 0.01
+        assert server.holder == "a"
+        clock.now += 15.1
+        await asyncio.wait_for(b.became_leader.wait(), 5)
+        assert server.holder == "b"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_watching_follower_takes_a_released_lease_at_once() -> None:
+    server, clock = LeaseServer(), Clock()
+    a = elector(server, "a", clock)
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    b = LeaderElector(kube=server, identity="b", clock=clock, retry_period=30.0)  # type: ignore[arg-type]
+    task = asyncio.create_task(b.run())
+    try:
+        await _until(lambda: b._watching)
+        await a.release()  # no clock advance, and b's next safety read is 15 s away
+        await asyncio.wait_for(b.became_leader.wait(), 5)
+        assert server.holder == "b"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
