@@ -8,9 +8,13 @@ STAMP := $(VENV)/.installed
 .PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean \
 	image test-image helm-binary clients-binaries e2e-clients
 
-$(STAMP): pyproject.toml
+# The runtime dependencies at the locked versions and hashes (what the image ships), then
+# the package and its dev tools around them: a release of a dependency the day CI runs
+# cannot change what the tests run against (tests/unit/test_install.py checks the match).
+$(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --require-hashes --only-binary=:all: -r requirements.lock
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
