@@ -59,6 +59,11 @@ class ClusterState:
     network_topology: NetworkTopology | None = None
     #: CompositePodGroup -> children, rebuilt on the next question after any group changes.
     _children: dict[GroupRef, list[GroupRef]] | None = None
+    #: Bumped by every change that can give a pending gang room it did not have: a pod that
+    #: held capacity gone, moved, relabelled or resized, a nomination dropped or moved, a
+    #: node added or changed, a PodGroup new or reprioritised. Binds and new pods only take
+    #: room, so they leave it alone (`preemption.futile` relies on exactly that).
+    freeing: int = 0
 
     @classmethod
     def build(
@@ -221,6 +226,8 @@ class ClusterState:
     # ----------------------------------------------------------------------------- changes
     def upsert_pod(self, pod: Pod) -> None:
         old = self.pods.get(pod.key)
+        if old is not None and _frees_room(old, pod):
+            self.freeing += 1
         if old is not None:
             self._unindex(old)
             self.snapshot.unplace(old)
@@ -236,6 +243,8 @@ class ClusterState:
     def delete_pod(self, key: str) -> Pod | None:
         pod = self.pods.pop(key, None)
         if pod is not None:
+            if pod.node_name is not None or pod.nominated_node_name is not None:
+                self.freeing += 1
             self._unindex(pod)
             self.snapshot.volumes.pod_changed(pod, None)
             self.snapshot.unplace(pod)
@@ -247,16 +256,20 @@ class ClusterState:
         """Record a placement decided by a cycle (its snapshot entry is already committed)."""
         pod.node_name = node_name
         if pod.nominated_node_name is not None:
+            self.freeing += pod.nominated_node_name != node_name  # the reservation moved
             pod.nominated_node_name = None
         self.snapshot.clear_nomination(pod.key)
         self.snapshot.commit()
 
     def forget(self, pod: Pod) -> None:
         """Undo an assumed placement whose bind failed."""
+        self.freeing += 1
         self.snapshot.unplace(pod)
         pod.node_name = None
 
     def nominate(self, pod: Pod, node_name: str | None) -> None:
+        if pod.nominated_node_name not in (None, node_name):
+            self.freeing += 1
         pod.nominated_node_name = node_name
         if node_name is None or node_name not in self.snapshot.index:
             self.snapshot.clear_nomination(pod.key)
@@ -276,6 +289,7 @@ class ClusterState:
             self.snapshot.show(pod, node)
 
     def upsert_node(self, node: Node) -> None:
+        self.freeing += 1
         self.nodes[node.name] = node
         self.snapshot.update_node(node)
 
@@ -287,6 +301,8 @@ class ClusterState:
         old = self.groups.get(group.ref)
         if old is None or old.parent != group.parent or old.created != group.created:
             self._children = None
+        if old is None or old.priority != group.priority:
+            self.freeing += 1  # its pods' priority as victims may have changed
         self.groups[group.ref] = group
 
     def delete_group(self, ref: GroupRef) -> None:
@@ -317,6 +333,25 @@ class ClusterState:
                 members.pop(pod.key, None)
                 if not members:
                     del self.members[pod.group]
+
+
+def _frees_room(old: Pod, new: Pod) -> bool:
+    """Whether replacing `old` by `new` may leave room another pod could use (a pending pod
+    bound, or the status of a running one updated, never does)."""
+    held = old.nominated_node_name
+    # A reservation dropped or moved frees room, unless the pod was bound where it was held.
+    if held is not None and held not in (new.nominated_node_name, new.node_name):
+        return True
+    if old.node_name is None:
+        return False
+    return (
+        new.node_name != old.node_name
+        or not new.holds_resources
+        or new.terminating != old.terminating
+        or new.labels != old.labels
+        or new.requests != old.requests
+        or new.host_ports != old.host_ports
+    )
 
 
 def _ref_order(ref: GroupRef) -> tuple[str, str, str]:

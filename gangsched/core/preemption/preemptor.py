@@ -33,6 +33,7 @@ from gangsched.core.preemption.domains import (
     required_class,
 )
 from gangsched.core.preemption.engine import Candidate, CannotHelp, PreemptionConfig, Problem
+from gangsched.core.preemption.futile import FutileSearches
 from gangsched.core.preemption.kep import kep_search
 from gangsched.core.preemption.mincost import mincost_search
 from gangsched.core.preemption.pdb import BudgetIndex
@@ -84,6 +85,8 @@ class WorkloadPreemptor:
         self.cycle = cycle
         self.topology = topology or TopologyPreemptionConfig()
         self._placers: tuple[GangPlacer, GangPlacer] | None = None
+        #: Searches that found nothing, given again until something that can help changes.
+        self.futile = FutileSearches()
 
     def preempt(
         self, gang: Gang, failed: CycleResult, cluster: ClusterState, framework: Framework
@@ -118,6 +121,9 @@ class WorkloadPreemptor:
                 True,
                 f"{ONGOING_MESSAGE} (waiting for {terminating} preemption victim(s) to terminate)",
             )
+        known = self.futile.recall(gang, cluster)
+        if known is not None:
+            return known
         snap = cluster.snapshot
         mark = snap.checkpoint()
         problem: Problem | None = None
@@ -162,7 +168,10 @@ class WorkloadPreemptor:
                 problem.rollback((mark, 0))
             snap.rollback(mark)
         if isinstance(found, CannotHelp):
-            return self._outcome(False, cannot_help(found.reason))
+            outcome = self._outcome(False, cannot_help(found.reason))
+            self.futile.remember(gang, cluster, outcome)
+            return outcome
+        self.futile.forget(gang)
         if not found.units:
             # The dry run fits without evicting anything while the cycle did not: nothing a
             # victim could change. Never report a preemption that evicts nobody.
