@@ -37,11 +37,11 @@ GIB = 1024**3
 RACKS, RACK_NODES, GANGS, WAVE = 20, 16, 90, 10
 
 
-def trace(seed: int) -> list[tuple[str, int, bool]]:
+def trace(seed: int, count: int = GANGS) -> list[tuple[str, int, bool]]:
     """(name, size, high) per gang, drawn as bench/compare/topology_run.build_gangs does."""
     rng = random.Random(seed)
     gangs = []
-    for g in range(GANGS):
+    for g in range(count):
         size = rng.randint(2, 32)
         gangs.append((f"tgang-{g:03d}", size, rng.random() < 0.3))
     return gangs
@@ -66,7 +66,7 @@ def upstream_domains_only() -> None:
     topology_preemption._order = order
 
 
-def replay(seed: int, *, strategy: str, once: bool) -> dict[str, object]:
+def replay(seed: int, *, strategy: str, once: bool, gangs_count: int = GANGS) -> dict[str, object]:
     nodes = [
         Node(
             name=f"n{i:03d}",
@@ -75,13 +75,13 @@ def replay(seed: int, *, strategy: str, once: bool) -> dict[str, object]:
         )
         for i in range(RACKS * RACK_NODES)
     ]
-    gangs = trace(seed)
+    gangs = trace(seed, gangs_count)
     state = ClusterState.build(scheduler_name="gangsched", nodes=nodes, pods=[])
     sched = Scheduler(state, SchedulerConfig(), preemptor=build_preemptor(strategy=strategy))
     victims: set[str] = set()
     now = 0.0
     cpu = time.process_time()
-    waves = [gangs] if once else [gangs[i : i + WAVE] for i in range(0, GANGS, WAVE)]
+    waves = [gangs] if once else [gangs[i : i + WAVE] for i in range(0, len(gangs), WAVE)]
     for wave in waves:
         for name, size, wanted_high in wave:
             ref = GroupRef(Dialect.SIGS, "bench", name)
@@ -162,12 +162,16 @@ def main() -> None:
     parser.add_argument("--strategy", choices=[MINCOST, KEP], default=MINCOST)
     parser.add_argument("--upstream", action="store_true", help="upstream's domain choice")
     parser.add_argument("--once", action="store_true", help="every gang created at once")
+    parser.add_argument(
+        "--gangs", type=int, default=GANGS, help="gangs in the trace (t_gangs; 50: below capacity)"
+    )
     args = parser.parse_args()
     if args.upstream:
         upstream_domains_only()
         args.strategy = KEP
     for seed in (int(s) for s in args.seeds.split(",")):
-        print(json.dumps(replay(seed, strategy=args.strategy, once=args.once)))
+        result = replay(seed, strategy=args.strategy, once=args.once, gangs_count=args.gangs)
+        print(json.dumps(result))
 
 
 if __name__ == "__main__":
