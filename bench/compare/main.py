@@ -95,7 +95,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         save()
     shared: dict[str, Any] = {}
     try:
-        for round_no in range(1, args.rounds + 1):
+        for round_no in range(args.first_round, args.first_round + args.rounds):
             for workload in workloads:
                 floor = [LIST_FLOOR] if workload == "d" and args.floor else []
                 for scheduler in floor + schedulers:
@@ -174,6 +174,12 @@ def main() -> None:
         prog="python -m bench.compare", description=(package.__doc__ or "").splitlines()[0]
     )
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--first-round",
+        type=int,
+        default=1,
+        help="number of the first round (the round is the trace's seed: 2 resumes at seed 2)",
+    )
     parser.add_argument("--workloads", default="a,b,c,d")
     parser.add_argument("--schedulers", default=",".join(SCHEDULERS))
     parser.add_argument("--size", choices=sorted(SIZES), default="default")
