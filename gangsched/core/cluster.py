@@ -293,6 +293,24 @@ class ClusterState:
         self.nodes[node.name] = node
         self.snapshot.update_node(node)
 
+    def replace_nodes(self, nodes: list[Node]) -> None:
+        """Every node anew (a relist): any of them may have room it did not have."""
+        self.freeing += 1
+        self.nodes = {node.name: node for node in nodes}
+        self.snapshot.set_nodes(nodes)
+
+    def set_namespace_labels(self, name: str, labels: dict[str, str] | None) -> None:
+        """A namespace's labels (None: gone); namespace selectors of affinity terms read them,
+        so a change may lift an anti-affinity conflict."""
+        known = self.snapshot.namespace_labels
+        if known.get(name) == labels:
+            return
+        self.freeing += 1
+        if labels is None:
+            known.pop(name, None)
+        else:
+            known[name] = labels
+
     def delete_node(self, name: str) -> None:
         self.nodes.pop(name, None)
         self.snapshot.remove_node(name)
@@ -308,6 +326,7 @@ class ClusterState:
     def delete_group(self, ref: GroupRef) -> None:
         if self.groups.pop(ref, None) is not None:
             self._children = None
+            self.freeing += 1  # its pods' priority as victims is their own again
 
     def upsert_composite(self, composite: CompositePodGroup) -> None:
         self.composites[composite.ref] = composite

@@ -279,8 +279,7 @@ class ClusterCache:
                 nodes.append(node_from_raw(obj))
             except InvalidObject as exc:
                 self.report("Node", object_key(obj), exc, obj)
-        self.cluster.nodes = {node.name: node for node in nodes}
-        self.cluster.snapshot.set_nodes(nodes)
+        self.cluster.replace_nodes(nodes)
         # Pods whose node arrived only now hold resources there.
         for pod in self.cluster.pods.values():
             index = self.cluster.snapshot.node_of(pod)

@@ -129,14 +129,17 @@ class PolicyCache:
             except InvalidObject:
                 continue
             labels[name] = ns_labels
-        self.cache.cluster.snapshot.namespace_labels = labels
+        cluster = self.cache.cluster
+        if cluster.snapshot.namespace_labels != labels:
+            cluster.snapshot.namespace_labels = labels
+            cluster.freeing += 1  # as set_namespace_labels: a selector may match less now
 
     def _upsert_namespace(self, obj: JSON) -> None:
         try:
             name, ns_labels = namespace_from_raw(obj)
         except InvalidObject:
             return
-        self.cache.cluster.snapshot.namespace_labels[name] = ns_labels
+        self.cache.cluster.set_namespace_labels(name, ns_labels)
 
     def _delete_namespace(self, obj: JSON) -> None:
-        self.cache.cluster.snapshot.namespace_labels.pop(object_key(obj), None)
+        self.cache.cluster.set_namespace_labels(object_key(obj), None)

@@ -197,3 +197,22 @@ def test_a_reused_outcome_is_what_a_new_search_says(
         )
         if not reused:
             assert mine.message == theirs.message
+
+
+def test_what_counts_as_room_that_may_have_been_freed() -> None:
+    """Every way the edge changes the cluster that can give a pending gang room moves
+    `freeing`; what only takes room (a bind, a new pod, the same labels again) does not."""
+    state = _hopeless()
+    seen = state.freeing
+    state.upsert_pod(pod("new", 1, priority=LOW, node_name="n2", created=9))
+    state.set_namespace_labels("default", {"team": "a"})
+    assert state.freeing == seen + 1  # a namespace selector may match less now
+    state.set_namespace_labels("default", {"team": "a"})
+    assert state.freeing == seen + 1  # the same labels again
+    state.set_namespace_labels("default", None)
+    state.replace_nodes(list(state.nodes.values()))  # a relist
+    state.upsert_group(group("other", 1))
+    state.delete_group(ref("other"))
+    assert state.freeing == seen + 5
+    state.delete_pod("default/new")
+    assert state.freeing == seen + 6
