@@ -68,6 +68,8 @@ class ApiCounts:
 class Watch:
     bound_at: dict[str, float] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)  # deleted, or with a deletionTimestamp
+    #: When each pod in `gone` was first seen going.
+    gone_at: dict[str, float] = field(default_factory=dict)
     #: Pending pods with a status.nominatedNodeName: a preemption still under way.
     nominated: set[str] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
@@ -93,6 +95,7 @@ class Watch:
                         self.bound_at[name] = now
                     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
                         self.gone.add(name)
+                        self.gone_at.setdefault(name, now)
                     if (
                         obj.get("status", {}).get("nominatedNodeName")
                         and not obj.get("spec", {}).get("nodeName")

@@ -171,6 +171,28 @@ def scheduling_seconds(binds: list[float], wave_starts: list[float], *, settled:
     return total
 
 
+def wave_breakdown(
+    binds: list[float], deletions: list[float], wave_starts: list[float]
+) -> list[dict[str, Any]]:
+    """Per settled wave, from its creation: seconds to its first and last bind, binds and
+    deletions (victims going) inside it: where a wave's scheduling time goes."""
+    out = []
+    ends = [*wave_starts[1:], float("inf")]
+    for created, end in zip(wave_starts, ends, strict=True):
+        inside = [t for t in binds if created <= t < end]
+        gone = [t for t in deletions if created <= t < end]
+        out.append(
+            {
+                "binds": len(inside),
+                "first_bind_s": round(min(inside) - created, 2) if inside else None,
+                "last_bind_s": round(max(inside) - created, 2) if inside else None,
+                "deletions": len(gone),
+                "last_deletion_s": round(max(gone) - created, 2) if gone else None,
+            }
+        )
+    return out
+
+
 async def measure(
     kube: Kube,
     gangs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
@@ -225,4 +247,7 @@ async def measure(
         "largest_placeable_gang": max(room.values(), default=0),
         "racks_per_admitted_gang": round(spans / admitted, 3) if admitted else None,
         "last_bind_s": round(binds[-1] - t_start, 2) if binds else None,
+        "per_wave": wave_breakdown(binds, sorted(watch.gone_at.values()), wave_starts)
+        if sizes.t_settle_s > 0
+        else [],
     }
