@@ -86,8 +86,9 @@ class Actuator:
             concurrency=self.bind_concurrency,
         )
 
-    def apply(self, report: CycleReport) -> None:
-        """Start carrying out a report's decisions; returns at once (work runs as tasks)."""
+    def apply(self, report: CycleReport) -> list[asyncio.Task[None]]:
+        """Start carrying out a report's decisions; returns at once (work runs as tasks),
+        with the tasks that evict the report's victims (see Operator._schedule_loop)."""
         victims: dict[str, list[Decision]] = {}
         waiting = report.result == WAITING
         volumes = [d for d in report.decisions if isinstance(d, BindVolume | SelectNode)]
@@ -124,11 +125,12 @@ class Actuator:
                 self.outcomes[decision.group] = decision
                 self.changed_groups.add(decision.group)
                 self.outcome_changed.set()
+        evictions = []
         for steps in victims.values():
             for step in steps:
                 if isinstance(step, Evict):
                     self.cache.evict(step.pod, step.uid)
-            self._spawn(self.pods.preempt(steps))
+            evictions.append(self._spawn(self.pods.preempt(steps)))
         if held:
             writes = volume_write_backs(volumes, self.scheduler.cluster)
             writes += claim_write_backs(claims, self.scheduler.cluster)
@@ -153,6 +155,7 @@ class Actuator:
                     "before binding them",
                 )
             self._spawn(self._pre_bind(writes, held, report.gang, parts))
+        return evictions
 
     def apply_nomination(self, nominate: Nominate) -> None:
         """Set or clear a nomination that no cycle report carries (reserved at once)."""
@@ -168,10 +171,11 @@ class Actuator:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(self._guarded(work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
         """A write that fails without an HTTP answer (API server restarting, connection

@@ -78,6 +78,9 @@ class Operator:
     may_write: Callable[[], bool] = lambda: True
     preemptor: Preemptor | None = None
     discovery_seconds: float = 30.0
+    #: The longest the loop waits, after a cycle that chose victims, for their evictions to
+    #: be sent before it starts the next cycle.
+    eviction_wait: float = 1.0
     #: Called when the scheduling loop cannot go on (a bug): the process exits 1.
     on_fatal: Callable[[], None] | None = None
     #: Lists started before the operator existed, taken over by its informers.
@@ -254,18 +257,28 @@ class Operator:
                 ready = self.scheduler.queue.next_ready_at()
                 await self._sleep(1.0 if ready is None else max(0.0, min(ready - now, 1.0)))
                 continue
-            self._carry_out(report, now, time.perf_counter() - started)
+            evictions = self._carry_out(report, now, time.perf_counter() - started)
+            if evictions:
+                # Victims start terminating only once their eviction is sent, and the next
+                # cycle (often another preemption search, hundreds of ms of CPU) would hold
+                # the event loop meanwhile: in the topology trace, evictions went out up to
+                # 2.5 s after their decision, one search after another. A bounded wait (an
+                # API server that does not answer cannot stall scheduling) sends them now.
+                await asyncio.wait(evictions, timeout=self.eviction_wait)
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
 
-    def _carry_out(self, report: CycleReport, now: float, seconds: float) -> None:
+    def _carry_out(
+        self, report: CycleReport, now: float, seconds: float
+    ) -> list[asyncio.Task[None]]:
         self._record(report, seconds)
-        self.actuator.apply(report)
+        evictions = self.actuator.apply(report)
         if report.result in (UNSCHEDULABLE, WAITING):
             self._drop_nominations(report)
         if any(isinstance(d, Nominate) for d in report.decisions):
             # A nomination used, moved or cleared frees the capacity it reserved (maybe
             # on another node): gangs waiting for room get another look.
             self.scheduler.queue.cluster_changed(now)
+        return evictions
 
     async def _finish_partial_gangs(self, now: float) -> None:
         """A new leader (or a restarted one) first tries the gangs its predecessor left

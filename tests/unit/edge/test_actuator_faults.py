@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.preemption import build_preemptor
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
@@ -238,3 +239,41 @@ async def test_a_pod_that_joins_a_group_later_is_not_scheduled_alone() -> None:
     reports = [cache.scheduler.step(float(t)) for t in range(5)]
     assert not [b for r in reports if r is not None for b in r.bound]
     assert not kube.binds
+
+
+async def test_a_preemption_report_hands_back_one_eviction_task_per_victim() -> None:
+    """The scheduling loop waits for these before its next cycle (Operator.eviction_wait):
+    victims start terminating when their eviction is sent, not one search later."""
+    kube = FakeKube()
+    deleted: list[str] = []
+
+    async def delete(path: str, body: Any = None) -> dict[str, Any]:
+        deleted.append(path.rsplit("/", 1)[-1])
+        return {}
+
+    kube.delete = delete  # type: ignore[attr-defined]
+    scheduler = Scheduler(ClusterState(scheduler_name="gangsched"), preemptor=build_preemptor())
+    cache = ClusterCache(scheduler, clock=lambda: 0.0)
+    cache.nodes().replace([raw_node("n1", cpu="2")])
+    cache.pod_groups().replace([raw_pod_group("g", 2)])
+    cache.pods().replace(
+        [
+            raw_pod("low-0", node_name="n1", priority=1, scheduler="default-scheduler"),
+            raw_pod("low-1", node_name="n1", priority=1, scheduler="default-scheduler"),
+            *(raw_pod(f"g-{i}", group="g", priority=100) for i in range(2)),
+        ]
+    )
+    actuator = Actuator(
+        kube=kube,  # type: ignore[arg-type]
+        scheduler=scheduler,
+        cache=cache,
+        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
+        metrics=Metrics(),
+    )
+    report = scheduler.step(0.0)
+    assert report is not None and report.victims == 2
+    evictions = actuator.apply(report)
+    assert len(evictions) == 2
+    await asyncio.wait(evictions, timeout=5)
+    assert sorted(deleted) == ["low-0", "low-1"]
+    await actuator.drain()
