@@ -299,6 +299,12 @@ class ClusterState:
         self.nodes = {node.name: node for node in nodes}
         self.snapshot.set_nodes(nodes)
 
+    def replace_namespace_labels(self, labels: dict[str, dict[str, str]]) -> None:
+        """Every namespace's labels anew (a relist); see set_namespace_labels."""
+        if self.snapshot.namespace_labels != labels:
+            self.freeing += 1
+            self.snapshot.namespace_labels = labels
+
     def set_namespace_labels(self, name: str, labels: dict[str, str] | None) -> None:
         """A namespace's labels (None: gone); namespace selectors of affinity terms read them,
         so a change may lift an anti-affinity conflict."""

@@ -129,10 +129,7 @@ class PolicyCache:
             except InvalidObject:
                 continue
             labels[name] = ns_labels
-        cluster = self.cache.cluster
-        if cluster.snapshot.namespace_labels != labels:
-            cluster.snapshot.namespace_labels = labels
-            cluster.freeing += 1  # as set_namespace_labels: a selector may match less now
+        self.cache.cluster.replace_namespace_labels(labels)
 
     def _upsert_namespace(self, obj: JSON) -> None:
         try:
