@@ -64,14 +64,18 @@ def setup(min_member: int = 3, size: int = 3) -> tuple[FakeKube, ClusterCache, A
     cache.nodes().replace([raw_node("n1", cpu="8")])
     cache.pod_groups().replace([raw_pod_group("g", min_member)])
     cache.pods().replace([raw_pod(f"g-{i}", group="g") for i in range(size)])
-    actuator = Actuator(
+    actuator = actuator_for(kube, cache)
+    return kube, cache, actuator
+
+
+def actuator_for(kube: FakeKube, cache: ClusterCache) -> Actuator:
+    return Actuator(
         kube=kube,  # type: ignore[arg-type]
-        scheduler=scheduler,
+        scheduler=cache.scheduler,
         cache=cache,
         events=EventRecorder(kube=kube),  # type: ignore[arg-type]
         metrics=Metrics(),
     )
-    return kube, cache, actuator
 
 
 def decide(cache: ClusterCache, actuator: Actuator) -> None:
@@ -176,13 +180,7 @@ async def test_a_nomination_reserves_capacity_before_the_watch_shows_it() -> Non
         preemptor=build_preemptor(strategy="mincost", scheduler_name="gangsched"),
     )
     cache = ClusterCache(scheduler, clock=lambda: 0.0)
-    actuator = Actuator(
-        kube=kube,  # type: ignore[arg-type]
-        scheduler=scheduler,
-        cache=cache,
-        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
-        metrics=Metrics(),
-    )
+    actuator = actuator_for(kube, cache)
     high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 1000}
     cache.priority_classes().replace([{**high, "metadata": {"name": "high"}}])
     cache.nodes().replace([raw_node("n1", cpu="4")])
@@ -263,13 +261,7 @@ async def test_a_preemption_report_hands_back_one_eviction_task_per_victim() -> 
             *(raw_pod(f"g-{i}", group="g", priority=100) for i in range(2)),
         ]
     )
-    actuator = Actuator(
-        kube=kube,  # type: ignore[arg-type]
-        scheduler=scheduler,
-        cache=cache,
-        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
-        metrics=Metrics(),
-    )
+    actuator = actuator_for(kube, cache)
     report = scheduler.step(0.0)
     assert report is not None and report.victims == 2
     evictions = actuator.apply(report)

@@ -4,7 +4,9 @@ the follower's own clock, renew deadline, hung or unreachable API server, releas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -253,16 +255,28 @@ async def _until(condition: Any, seconds: float = 5.0) -> None:
         await asyncio.sleep(0.005)
 
 
+@contextlib.asynccontextmanager
+async def leader_a_and_running_follower_b(
+    server: LeaseServer, clock: Clock, **follower: Any
+) -> AsyncIterator[tuple[LeaderElector, LeaderElector]]:
+    """`a` holds the lease; `b` runs (watching, or polling) until the block ends."""
+    a = elector(server, "a", clock)
+    await a._try_acquire_or_renew()
+    a._set_leading(True)
+    b = LeaderElector(kube=server, identity="b", clock=clock, **follower)  # type: ignore[arg-type]
+    task = asyncio.create_task(b.run())
+    try:
+        yield a, b
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_a_watching_follower_sees_each_renewal_at_once_and_tries_at_expiry() -> None:
     """The follower's expiry clock restarts the moment a renewal is written (the watch), so
     it neither polls every half second nor takes over later than the lease allows."""
     server, clock = LeaseServer(), Clock()
-    a = elector(server, "a", clock)
-    await a._try_acquire_or_renew()
-    a._set_leading(True)
-    b = LeaderElector(kube=server, identity="b", clock=clock, retry_period=2.0)  # type: ignore[arg-type]
-    task = asyncio.create_task(b.run())
-    try:
+    async with leader_a_and_running_follower_b(server, clock, retry_period=2.0) as (a, b):
         await _until(lambda: b._watching)
         seen_at = b._observed_at
         clock.now += 5.0
@@ -280,43 +294,24 @@ async def test_a_watching_follower_sees_each_renewal_at_once_and_tries_at_expiry
         await asyncio.wait_for(b.became_leader.wait(), 5)
         assert server.holder == "b"
         assert server.watchers == []  # the leader stops watching
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_a_follower_without_watch_permission_polls_the_lease() -> None:
     server, clock = LeaseServer(), Clock()
     server.watch_forbidden = True
-    a = elector(server, "a", clock)
-    await a._try_acquire_or_renew()
-    a._set_leading(True)
-    b = LeaderElector(kube=server, identity="b", clock=clock, observe_period=0.01)  # type: ignore[arg-type]
-    task = asyncio.create_task(b.run())
-    try:
+    async with leader_a_and_running_follower_b(server, clock, observe_period=0.01) as (_, b):
         await _until(lambda: server.gets >= 5)  # polled every observe period
         assert not b._watching and b.follower_wait() == 0.01
         assert server.holder == "a"
         clock.now += 15.1
         await asyncio.wait_for(b.became_leader.wait(), 5)
         assert server.holder == "b"
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_a_watching_follower_takes_a_released_lease_at_once() -> None:
     server, clock = LeaseServer(), Clock()
-    a = elector(server, "a", clock)
-    await a._try_acquire_or_renew()
-    a._set_leading(True)
-    b = LeaderElector(kube=server, identity="b", clock=clock, retry_period=30.0)  # type: ignore[arg-type]
-    task = asyncio.create_task(b.run())
-    try:
+    async with leader_a_and_running_follower_b(server, clock, retry_period=30.0) as (a, b):
         await _until(lambda: b._watching)
         await a.release()  # no clock advance, and b's next safety read is 15 s away
         await asyncio.wait_for(b.became_leader.wait(), 5)
         assert server.holder == "b"
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
