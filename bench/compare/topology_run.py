@@ -162,13 +162,16 @@ def scheduling_seconds(binds: list[float], wave_starts: list[float], *, settled:
         return 0.0
     if not settled:
         return binds[-1] - wave_starts[0]
-    total = 0.0
+    return sum(max(inside) - created for created, inside in in_waves(binds, wave_starts) if inside)
+
+
+def in_waves(times: list[float], wave_starts: list[float]) -> list[tuple[float, list[float]]]:
+    """Per wave: its creation time and the `times` between it and the next wave."""
     ends = [*wave_starts[1:], float("inf")]
-    for created, end in zip(wave_starts, ends, strict=True):
-        inside = [t for t in binds if created <= t < end]
-        if inside:
-            total += max(inside) - created
-    return total
+    return [
+        (created, [t for t in times if created <= t < end])
+        for created, end in zip(wave_starts, ends, strict=True)
+    ]
 
 
 def wave_breakdown(
@@ -177,10 +180,9 @@ def wave_breakdown(
     """Per settled wave, from its creation: seconds to its first and last bind, binds and
     deletions (victims going) inside it: where a wave's scheduling time goes."""
     out = []
-    ends = [*wave_starts[1:], float("inf")]
-    for created, end in zip(wave_starts, ends, strict=True):
-        inside = [t for t in binds if created <= t < end]
-        gone = [t for t in deletions if created <= t < end]
+    for (created, inside), (_, gone) in zip(
+        in_waves(binds, wave_starts), in_waves(deletions, wave_starts), strict=True
+    ):
         out.append(
             {
                 "binds": len(inside),
