@@ -6,8 +6,10 @@ there costs (KEP-5710 leaves it as future work). Here each candidate domain of t
 level gets its own search (the configured strategy, `kep` or `mincost`, with the members
 confined to the domain and only the victims that hold capacity in it, an All-mode group
 whole), and the domain with the cheapest verified set wins by the cost order of `cost.py`.
-The domain upstream would pick is always among those searched, and `kep` on it is upstream's
-answer, so the result is never costlier than upstream's.
+Domains go cheapest bound first (`domain_bounds.py`), and one whose bound already loses to a
+verified set is not searched. The domain upstream would pick is therefore searched or proved
+no cheaper (past the `max_domains` budget it is searched regardless), and `kep` on it is
+upstream's answer, so the result is never costlier than upstream's.
 
 Where a domain has few potential victims, `exact_search` finds the true minimum: a best-first
 search over victim sets ordered by their cost (the cost order is monotone: adding a victim
@@ -33,6 +35,7 @@ from gangsched.core.preemption.cost import (
     ranking,
     victim_cost,
 )
+from gangsched.core.preemption.domain_bounds import Bound, disruption_bounds
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import VictimTable
@@ -93,21 +96,28 @@ def preempt_across_domains(
     domains = _candidate_domains(cls, key, snap)
     if not domains:
         return CannotHelp(f"topology: no domain of {key} can hold the group"), []
-    bounds = {d.name: _lower_bound(d, base, cls, snap) for d in domains}
+    bounds = _bounds(domains, base, cls, snap, key)
     ordered = _order(
         gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key, bounds=bounds
     )
+    if len(ordered) > config.max_domains:
+        # Beyond the budget, upstream's choice (every victim removed, the best-scored
+        # domain) still gets its turn: the answer is never costlier than upstream's.
+        upstream = _upstream_choice(gang, base, snap, key, domains)
+        ordered = ordered[: config.max_domains]
+        if upstream is not None and upstream not in ordered:
+            ordered.append(upstream)
     tried: list[DomainCandidate] = []
     cheapest: tuple[int, int] | None = None  # (highest victim priority, disrupted) so far
-    for domain in ordered[: max(config.max_domains, 2)]:
+    for domain in ordered:
         bound = bounds[domain.name]
         if bound is None:
             tried.append(DomainCandidate(domain, CannotHelp(_HOPELESS)))
             continue
         if cheapest is not None and bound > cheapest:
-            # Its capacity bound is already dearer than a verified set: neither it nor any
-            # domain after it (ordered by that bound) can win.
-            break
+            # Its bound is already dearer than a verified set: it cannot win. (Not a break:
+            # the nominated and upstream's domains come first, out of the bound's order.)
+            continue
         table = _domain_table(base.table, domain.mask)
         if not table.units:
             tried.append(DomainCandidate(domain, CannotHelp("no lower-priority victims")))
@@ -196,10 +206,11 @@ def _order(
     snap: Snapshot,
     cls: ConstraintClass,
     key: str,
-    bounds: dict[str, tuple[int, int] | None],
+    bounds: dict[str, Bound],
 ) -> list[Domain]:
-    """The nominated domain first, then upstream's choice (every victim removed, the
-    best-scored domain), then the others by their cost bound (cheapest first)."""
+    """The nominated domain first (a reservation an earlier cycle acted on), then the others
+    by their cost bound, cheapest first: the search stops paying for a domain as soon as its
+    bound loses to a verified set."""
     first: list[Domain] = []
     nominated = {
         snap.index[pod.nominated_node_name]
@@ -210,9 +221,6 @@ def _order(
         if any(domain.mask[n] for n in nominated):
             first.append(domain)
             break
-    upstream = _upstream_choice(gang, base, snap, key, domains)
-    if upstream is not None and upstream not in first:
-        first.append(upstream)
     hopeless = (NO_VICTIMS, 0)
     rest = sorted(
         (d for d in domains if d not in first and bounds[d.name] is not None),
@@ -224,42 +232,18 @@ def _order(
 _HOPELESS = "even without every lower-priority pod the domain lacks the capacity"
 
 
-def _lower_bound(
-    domain: Domain, base: Problem, cls: ConstraintClass, snap: Snapshot
-) -> tuple[int, int] | None:
-    """(highest victim priority, victim pods) no victim set in the domain can go below, from
-    resource sums alone: the victims must free, per resource, what the members lack beyond
-    the domain's free capacity. None when even every victim does not free enough."""
-    pending = cls.pending
-    vectors = np.stack([snap.vector(pod) for pod in pending])
-    need = np.sort(vectors, axis=0)[: min(cls.need, len(pending))].sum(axis=0)
-    free = np.clip(snap.allocatable[domain.nodes] - snap.requested[domain.nodes], 0, None)
-    deficit = np.clip(need - free.sum(axis=0), 0, None)
-    if not deficit.any():
-        return (NO_VICTIMS, 0)
-    units: list[tuple[int, int, np.ndarray]] = []
-    for unit in base.table.units:
-        freed = np.zeros_like(deficit)
-        for pod, node in unit.placed:
-            if domain.mask[node]:
-                freed += snap.vector(pod)[: len(freed)]
-        if freed.any():
-            units.append((unit.priority, unit.size, freed))
-    for level in sorted({prio for prio, _, _ in units}):
-        allowed = [(size, freed) for prio, size, freed in units if prio <= level]
-        total = np.sum([freed for _, freed in allowed], axis=0)
-        if np.all(total >= deficit):
-            pods = 0
-            for col in np.flatnonzero(deficit):
-                amounts = sorted((int(freed[col]) for _, freed in allowed), reverse=True)
-                reached, count = 0, 0
-                for amount in amounts:
-                    if reached >= deficit[col]:
-                        break
-                    reached, count = reached + amount, count + 1
-                pods = max(pods, count)
-            return (level, pods)
-    return None
+def _bounds(
+    domains: Sequence[Domain], base: Problem, cls: ConstraintClass, snap: Snapshot, key: str
+) -> dict[str, Bound]:
+    """Per candidate domain, the cost no victim set there can go below (`domain_bounds`)."""
+    split = partition(snap, key)
+    position = {d.name: i for i, d in enumerate(domains)}
+    remap = np.array([position.get(d.name, -1) for d in split.domains] + [-1], dtype=np.intp)
+    vectors = np.stack([snap.vector(pod) for pod in cls.pending])
+    need = np.sort(vectors, axis=0)[: min(cls.need, len(cls.pending))].sum(axis=0)
+    return disruption_bounds(
+        domains=domains, of_node=remap[split.of_node], need=need, table=base.table, snap=snap
+    )
 
 
 def _upstream_choice(

@@ -1,0 +1,172 @@
+"""A lower bound on what preemption must cost in each topology domain, before any search.
+
+The domain search (`domains.py`) runs the full victim search in each candidate domain and
+keeps the cheapest; a domain whose bound is already dearer than a verified set is skipped.
+A bound that counted only pods evicted was too weak to skip anything: every Single-mode gang
+of the trace has minMember = size, so touching one member costs the whole gang (`cost.py`,
+"pods disrupted"), and rack after rack was searched only to lose by that margin.
+
+The bound here prices workloads as the cost order does. Per resource the members lack
+beyond the domain's free room, it is the least "pods disrupted" that frees that much, where
+
+* a pod of a Single-mode gang above its quorum (one of its spare members), a remnant of a
+  gang already below it, and a lone pod each cost 1;
+* going below a gang's quorum costs every member it has bound (evicted plus stranded), and
+  frees its pods in the domain;
+* an All-mode group costs all its pods and frees those in the domain.
+
+Spare pods may be counted both alone and inside their whole gang, and node boundaries are
+ignored: both only make the bound lower, so it stays a bound. The smallest priority level
+whose victims can cover every resource gives the bound's first element, as the cost order
+compares the highest victim priority before pods disrupted.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import accumulate
+
+import numpy as np
+
+from gangsched.core.model import GroupRef
+from gangsched.core.preemption.cost import NO_VICTIMS
+from gangsched.core.preemption.victims import Quorum, VictimTable, VictimUnit
+from gangsched.core.snapshot import Snapshot
+from gangsched.core.topology.domains import Domain
+
+#: (highest victim priority, pods disrupted) no victim set in the domain can go below;
+#: None when even every victim there does not free enough.
+Bound = tuple[int, int] | None
+
+#: One resource column's offer of a priority level: pods at cost 1 each (their amounts),
+#: and whole workloads as (cost, amount freed).
+_Offer = tuple[list[int], list[tuple[int, int]]]
+
+
+def disruption_bounds(
+    *,
+    domains: Sequence[Domain],
+    of_node: np.ndarray,
+    need: np.ndarray,
+    table: VictimTable,
+    snap: Snapshot,
+) -> dict[str, Bound]:
+    """Per domain name, the bound for placing members that together request `need`.
+
+    `of_node` maps a node index to its position in `domains` (negative: none)."""
+    width = len(need)
+    free = np.clip(snap.allocatable[:, :width] - snap.requested[:, :width], 0, None)
+    deficits = [np.clip(need - free[d.nodes].sum(axis=0), 0, None) for d in domains]
+    # Per unit, what it frees in each domain it holds capacity in.
+    freed: list[dict[int, np.ndarray]] = []
+    for unit in table.units:
+        per_domain: dict[int, np.ndarray] = {}
+        for pod, node in unit.placed:
+            position = int(of_node[node])
+            if position < 0:
+                continue
+            vector = snap.vector(pod)[:width]
+            held = per_domain.get(position)
+            per_domain[position] = vector.copy() if held is None else held + vector
+        freed.append(per_domain)
+    bounds: dict[str, Bound] = {}
+    for position, (domain, deficit) in enumerate(zip(domains, deficits, strict=True)):
+        if not deficit.any():
+            bounds[domain.name] = (NO_VICTIMS, 0)
+            continue
+        bounds[domain.name] = _domain_bound(position, deficit, table, freed)
+    return bounds
+
+
+def _domain_bound(
+    position: int, deficit: np.ndarray, table: VictimTable, freed: list[dict[int, np.ndarray]]
+) -> Bound:
+    here = [
+        (unit, freed[i][position]) for i, unit in enumerate(table.units) if position in freed[i]
+    ]
+    columns = [int(c) for c in np.flatnonzero(deficit)]
+    for level in sorted({unit.priority for unit, _ in here}):
+        allowed = [(unit, vector) for unit, vector in here if unit.priority <= level]
+        # Whether the level frees enough is decided on the real sums: the offers below
+        # count spare pods twice, which only a cost bound may do.
+        if not np.all(np.sum([vector for _, vector in allowed], axis=0) >= deficit):
+            continue
+        worst = 0
+        for column in columns:
+            pods, wholes = _offer(allowed, column)
+            cost = _least_cover(int(deficit[column]), pods, wholes)
+            if cost is None:
+                break
+            worst = max(worst, cost)
+        else:
+            return (level, worst)
+    return None
+
+
+def _offer(allowed: list[tuple[VictimUnit, np.ndarray]], column: int) -> _Offer:
+    pods: list[int] = []
+    wholes: list[tuple[int, int]] = []
+    gangs: dict[GroupRef, tuple[Quorum, list[int]]] = {}
+    for unit, vector in allowed:
+        amount = int(vector[column])
+        quorum = unit.quorum
+        if quorum is not None:
+            gangs.setdefault(quorum.ref, (quorum, []))[1].append(amount)
+        elif unit.size == 1:
+            pods.append(amount)
+        else:  # an All-mode group: every pod of it goes
+            wholes.append((unit.size, amount))
+    for quorum, amounts in gangs.values():
+        if quorum.bound < quorum.min_member:  # already broken: each remnant costs 1
+            pods.extend(amounts)
+            continue
+        spare = quorum.bound - quorum.min_member
+        pods.extend(sorted(amounts, reverse=True)[:spare])
+        wholes.append((quorum.bound, sum(amounts)))
+    return pods, wholes
+
+
+def _least_cover(deficit: int, pods: list[int], wholes: list[tuple[int, int]]) -> int | None:
+    """The least cost freeing at least `deficit`: any number of pods at 1 each plus any
+    subset of the whole workloads (a small knapsack, solved over costs; past `_MAX_STATES`
+    distinct costs, its fractional relaxation, still a bound)."""
+    if sum(pods) + sum(amount for _, amount in wholes) < deficit:
+        return None
+    prefix = list(accumulate(sorted(pods, reverse=True), initial=0))
+    best_freed: dict[int, int] = {0: 0}  # total cost of wholes -> most they free
+    for cost, amount in wholes:
+        for spent, got in list(best_freed.items()):
+            total = spent + cost
+            if best_freed.get(total, -1) < got + amount:
+                best_freed[total] = got + amount
+        if len(best_freed) > _MAX_STATES:
+            return _fractional_cover(deficit, pods, wholes)
+    best: int | None = None
+    for spent, got in best_freed.items():
+        rest = deficit - got
+        count = 0 if rest <= 0 else bisect_left(prefix, rest)
+        if count < len(prefix) and (best is None or spent + count < best):
+            best = spent + count
+    return best
+
+
+#: Distinct whole-workload costs the knapsack keeps before it falls back to the relaxation
+#: (a domain of a few racks stays far below; a zone of thousands of gangs does not).
+_MAX_STATES = 2048
+
+
+def _fractional_cover(deficit: int, pods: list[int], wholes: list[tuple[int, int]]) -> int:
+    """The least cost when workloads may be taken in part (best amount per cost first): no
+    integral choice is cheaper, so its ceiling is a bound."""
+    offers = sorted(
+        [(amount, 1) for amount in pods] + [(amount, cost) for cost, amount in wholes],
+        key=lambda offer: offer[0] / offer[1],
+        reverse=True,
+    )
+    spent, got = 0.0, 0
+    for amount, cost in offers:
+        if got + amount >= deficit:
+            return int(np.ceil(spent + cost * (deficit - got) / amount - 1e-9))
+        spent, got = spent + cost, got + amount
+    return int(np.ceil(spent))
