@@ -20,7 +20,7 @@ first set that places as many members as removing every victim does is optimal.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -100,16 +100,20 @@ def preempt_across_domains(
     ordered = _order(
         gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key, bounds=bounds
     )
-    if len(ordered) > config.max_domains:
-        # Beyond the budget, upstream's choice (every victim removed, the best-scored
-        # domain) still gets its turn: the answer is never costlier than upstream's.
-        upstream = _upstream_choice(gang, base, snap, key, domains)
-        ordered = ordered[: config.max_domains]
-        if upstream is not None and upstream not in ordered:
-            ordered.append(upstream)
     tried: list[DomainCandidate] = []
     cheapest: tuple[int, int] | None = None  # (highest victim priority, disrupted) so far
-    for domain in ordered:
+
+    def turns() -> Iterator[Domain]:
+        yield from ordered[: config.max_domains]
+        beyond = ordered[config.max_domains :]
+        if any(cheapest is None or (bounds[d.name] or _LOST) <= cheapest for d in beyond):
+            # Past the budget, upstream's choice (every victim removed, the best-scored
+            # domain) still gets its turn unless its bound lost: never costlier than it.
+            upstream = _upstream_choice(gang, base, snap, key, domains)
+            if upstream is not None and upstream in beyond:
+                yield upstream
+
+    for domain in turns():
         bound = bounds[domain.name]
         if bound is None:
             tried.append(DomainCandidate(domain, CannotHelp(_HOPELESS)))
@@ -229,6 +233,8 @@ def _order(
     return [*first, *rest]
 
 
+#: Above every bound: a domain no victim set can free.
+_LOST = (2**62, 0)
 _HOPELESS = "even without every lower-priority pod the domain lacks the capacity"
 
 
