@@ -86,9 +86,10 @@ class Actuator:
             concurrency=self.bind_concurrency,
         )
 
-    def apply(self, report: CycleReport) -> list[asyncio.Task[None]]:
+    def apply(self, report: CycleReport) -> list[asyncio.Future[None]]:
         """Start carrying out a report's decisions; returns at once (work runs as tasks),
-        with the tasks that evict the report's victims (see Operator._schedule_loop)."""
+        with one future per victim of the report that resolves once its DELETE is answered
+        (see Operator._schedule_loop; the Preempted event is posted after, not waited for)."""
         victims: dict[str, list[Decision]] = {}
         waiting = report.result == WAITING
         volumes = [d for d in report.decisions if isinstance(d, BindVolume | SelectNode)]
@@ -125,12 +126,14 @@ class Actuator:
                 self.outcomes[decision.group] = decision
                 self.changed_groups.add(decision.group)
                 self.outcome_changed.set()
-        evictions = []
+        evictions: list[asyncio.Future[None]] = []
         for steps in victims.values():
             for step in steps:
                 if isinstance(step, Evict):
                     self.cache.evict(step.pod, step.uid)
-            evictions.append(self._spawn(self.pods.preempt(steps)))
+            evicted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._spawn(self.pods.preempt(steps, evicted=evicted))
+            evictions.append(evicted)
         if held:
             writes = volume_write_backs(volumes, self.scheduler.cluster)
             writes += claim_write_backs(claims, self.scheduler.cluster)

@@ -259,17 +259,18 @@ class Operator:
                 continue
             evictions = self._carry_out(report, now, time.perf_counter() - started)
             if evictions:
-                # Victims start terminating only once their eviction is sent, and the next
-                # cycle (often another preemption search, hundreds of ms of CPU) would hold
-                # the event loop meanwhile: in the topology trace, evictions went out up to
-                # 2.5 s after their decision, one search after another. A bounded wait (an
-                # API server that does not answer cannot stall scheduling) sends them now.
+                # Victims start terminating only once their DELETE is answered, and the next
+                # cycle (often another preemption search) would hold the event loop
+                # meanwhile: in the topology trace, evictions went out up to 2.5 s after
+                # their decision, one search after another. A bounded wait (an API server
+                # that does not answer cannot stall scheduling) sends them now; the
+                # Preempted events follow without holding the loop.
                 await asyncio.wait(evictions, timeout=self.eviction_wait)
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
 
     def _carry_out(
         self, report: CycleReport, now: float, seconds: float
-    ) -> list[asyncio.Task[None]]:
+    ) -> list[asyncio.Future[None]]:
         self._record(report, seconds)
         evictions = self.actuator.apply(report)
         if report.result in (UNSCHEDULABLE, WAITING):

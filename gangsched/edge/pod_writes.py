@@ -144,7 +144,11 @@ class PodWriter:
                 log.warning("nomination not written", pod=nominate.pod, error=str(exc))
 
     # ---------------------------------------------------------------------------- preemption
-    async def preempt(self, steps: list[Decision]) -> None:
+    async def preempt(
+        self, steps: list[Decision], *, evicted: asyncio.Future[None] | None = None
+    ) -> None:
+        """Condition, eviction, event. `evicted` resolves once the DELETE is answered (or
+        the victim is left running): what the scheduling loop waits for, not the event."""
         evict = next((step for step in steps if isinstance(step, Evict)), None)
         if self._eviction_slots is None:
             # As many victims in flight as binds: a gang preempting 1,000 pods would otherwise
@@ -153,14 +157,16 @@ class PodWriter:
         done = False
         try:
             async with self._eviction_slots:
-                done = await self._steps(steps)
+                done = await self._steps(steps, evicted)
         finally:
+            if evicted is not None and not evicted.done():
+                evicted.set_result(None)
             if not done and evict is not None:
                 # Left running (or unknown, the connection lost): chosen again if still
                 # needed; a second eviction of a pod already going is a harmless 404/409.
                 self.cache.eviction_failed(evict.pod, evict.uid)
 
-    async def _steps(self, steps: list[Decision]) -> bool:
+    async def _steps(self, steps: list[Decision], evicted: asyncio.Future[None] | None) -> bool:
         """Condition, eviction, event, in order; False if the victim was left running."""
         if not self.may_write():
             return False
@@ -179,6 +185,8 @@ class PodWriter:
                         },
                     )
                     log.info("preempted", pod=step.pod, preemptor=step.preemptor.key)
+                    if evicted is not None and not evicted.done():
+                        evicted.set_result(None)
                 elif isinstance(step, Event):
                     await self.event(step)
             except KubeError as exc:

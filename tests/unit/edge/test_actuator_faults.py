@@ -239,17 +239,26 @@ async def test_a_pod_that_joins_a_group_later_is_not_scheduled_alone() -> None:
     assert not kube.binds
 
 
-async def test_a_preemption_report_hands_back_one_eviction_task_per_victim() -> None:
+async def test_a_preemption_report_hands_back_one_eviction_future_per_victim() -> None:
     """The scheduling loop waits for these before its next cycle (Operator.eviction_wait):
-    victims start terminating when their eviction is sent, not one search later."""
+    victims start terminating when their eviction is sent, not one search later. They
+    resolve once the DELETE is answered; the Preempted events (here never answered) are not
+    waited for."""
     kube = FakeKube()
     deleted: list[str] = []
+    never = asyncio.Event()
 
     async def delete(path: str, body: Any = None) -> dict[str, Any]:
         deleted.append(path.rsplit("/", 1)[-1])
         return {}
 
+    async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("/events"):
+            await never.wait()
+        return {}
+
     kube.delete = delete  # type: ignore[attr-defined]
+    kube.post = post  # type: ignore[method-assign]
     scheduler = Scheduler(ClusterState(scheduler_name="gangsched"), preemptor=build_preemptor())
     cache = ClusterCache(scheduler, clock=lambda: 0.0)
     cache.nodes().replace([raw_node("n1", cpu="2")])
@@ -266,6 +275,8 @@ async def test_a_preemption_report_hands_back_one_eviction_task_per_victim() -> 
     assert report is not None and report.victims == 2
     evictions = actuator.apply(report)
     assert len(evictions) == 2
-    await asyncio.wait(evictions, timeout=5)
+    done, _ = await asyncio.wait(evictions, timeout=5)
+    assert len(done) == 2
     assert sorted(deleted) == ["low-0", "low-1"]
+    never.set()
     await actuator.drain()
