@@ -105,7 +105,8 @@ def replay(seed: int, *, strategy: str, once: bool, gangs_count: int = GANGS) ->
                         scheduler_name="gangsched",
                         requests={"cpu": 2000, "memory": GIB},
                         priority=priority,
-                        group=ref,
+                        # A GroupRef of its own, as every pod read from the API server has.
+                        group=GroupRef(Dialect.SIGS, "bench", name),
                         created=now + m * 1e-3,
                     )
                 )

@@ -148,7 +148,8 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
 
     Only pods that hold capacity in the snapshot and are not already terminating count; the
     preemptor's own gang is never a victim. One pass over the snapshot's pods with group
-    lookups memoised per GroupRef object, since this runs on clusters of 50,000 pods.
+    lookups memoised per GroupRef (object, then value), since this runs on clusters of
+    50,000 pods.
     """
     snap: Snapshot = cluster.snapshot
     own_refs = {part.group.ref for part in gang.parts}
@@ -160,6 +161,10 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
     #: id(GroupRef) -> (ref is the gang's own, the PodGroup or None, the All-mode unit or None,
     #: the Single-mode group's quorum or None)
     seen_refs: dict[int, tuple[bool, PodGroup | None, GroupRef | None, Quorum | None]] = {}
+    # Pods read from the API server each carry their own GroupRef object: the memo by
+    # object is the fast path, the one by value keeps the group work once per group (its
+    # quorum counts every member: once per pod, that was members x pods per search).
+    by_value: dict[GroupRef, tuple[bool, PodGroup | None, GroupRef | None, Quorum | None]] = {}
     all_mode_kind = DisruptionMode.ALL
     singles: list[VictimUnit] = []
     owners: list[VictimUnit] = []
@@ -180,6 +185,10 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
             if ref is not None:
                 cached = seen_refs.get(id(ref))
                 if cached is None:
+                    cached = by_value.get(ref)
+                    if cached is not None:
+                        seen_refs[id(ref)] = cached
+                if cached is None:
                     found = groups.get(ref)
                     unit_ref: GroupRef | None = None
                     if found is not None and found.parent is not None:
@@ -194,6 +203,7 @@ def collect_victim_table(gang: Gang, cluster: ClusterState, priority: int) -> Vi
                     )
                     cached = (ref in own_refs, found, unit_ref, quorum)
                     seen_refs[id(ref)] = cached
+                    by_value[ref] = cached
                 own, group, unit_ref, quorum = cached
                 if own:
                     continue
