@@ -7,6 +7,10 @@ bench-low and 30% at bench-high, created in waves of `t_wave` gangs (the same ra
 for both schedulers in a round) adding up to more than the cluster holds, so the
 high-priority waves preempt.
 
+With `--set t_pods_first=1` a wave's pods are created before its PodGroups, and the wave
+starts when the PodGroups are created: neither scheduler can start a gang without its
+PodGroup, so the wave's time is the scheduler's, without the creation of the pods.
+
 A wave is created once the previous one has settled (`t_settle_s`): no bind or deletion for
 that long and no preemption under way (no pending pod nominated). Both schedulers then face
 the same pending gangs at every wave, whatever their speed. With waves on a wall clock
@@ -119,11 +123,12 @@ async def run_topology(
         wave_created: list[float] = []
         for first in range(0, len(gangs), sizes.t_wave):
             wave = gangs[first : first + sizes.t_wave]
+            pods = [create_request(p) for _, members in wave for p in members]
+            if sizes.t_pods_first:
+                await env.post_all(pods)
+                pods = []
             wave_starts.append(time.time())
-            answered = await env.post_all(
-                [create_request(g) for g, _ in wave]
-                + [create_request(p) for _, members in wave for p in members]
-            )
+            answered = await env.post_all([create_request(g) for g, _ in wave] + pods)
             wave_created.append(max(answered.values(), default=wave_starts[-1]))
             if sizes.t_settle_s > 0:
                 await settle(watch, quiet=sizes.t_settle_s, deadline=deadline)
@@ -132,6 +137,7 @@ async def run_topology(
         await settle(watch, quiet=sizes.t_quiet_s, deadline=deadline)
         result["cpu_s"] = round(running.cpu_seconds() - cpu_before, 2)
         result["waves"] = "settled" if sizes.t_settle_s > 0 else "clock"
+        result["pods_first"] = bool(sizes.t_pods_first)
         result.update(
             await measure(
                 kube, gangs, watch, sizes, wave_starts=wave_starts, wave_created=wave_created
