@@ -389,6 +389,11 @@ class ClusterCache:
             key = self.scheduler.unit_key(group.ref)
             self.scheduler.enqueue_pending(self.clock())
             self.scheduler.queue.activate(key)
+            # Wake the scheduling loop now: members created before their PodGroup (a
+            # controller that writes the group last) otherwise waited for its next tick, up
+            # to a second (bench/README.md, (t) with t_pods_first).
+            if self.on_change is not None:
+                self.on_change()
         return group.ref
 
     def _delete_group(self, obj: JSON) -> None:
@@ -399,6 +404,8 @@ class ClusterCache:
             return
         self.cluster.delete_group(ref)
         self.scheduler.queue.activate(self.scheduler.unit_key(ref))
+        if self.on_change is not None:
+            self.on_change()  # its members now wait for it: say so at once
 
     # ------------------------------------------- PriorityClasses, PDBs, Namespaces (policy_cache)
     def priority_classes(self) -> Handler:

@@ -82,6 +82,27 @@ def test_deleting_a_bound_pod_frees_capacity_and_wakes_unschedulable_gangs() -> 
     assert report is not None and report.result == SCHEDULED
 
 
+def test_a_podgroup_created_after_its_members_wakes_the_loop_and_schedules_them() -> None:
+    """Members first, PodGroup last (as some controllers write them): the group's arrival
+    must wake the scheduling loop, which otherwise slept until its next tick (up to 1 s)."""
+    woken: list[bool] = []
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1", cpu="4")])
+    cache.pods().replace([raw_pod(f"g-{i}", group="g") for i in range(2)])
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == "waiting"  # PodGroup not found
+    cache.on_change = lambda: woken.append(True)
+    cache.pod_groups().upsert(raw_pod_group("g", 2))
+    assert woken
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == SCHEDULED and len(report.bound) == 2
+    woken.clear()
+    cache.pod_groups().upsert(raw_pod_group("g", 2))  # unchanged: nothing to wake for
+    assert not woken
+    cache.pod_groups().delete(raw_pod_group("g", 2))
+    assert woken
+
+
 def test_unreadable_pod_is_reported_not_crashing() -> None:
     problems: list[tuple[str, str, str]] = []
     cache, scheduler = make()
