@@ -58,33 +58,28 @@ def disruption_bounds(
     width = len(need)
     free = np.clip(snap.allocatable[:, :width] - snap.requested[:, :width], 0, None)
     deficits = [np.clip(need - free[d.nodes].sum(axis=0), 0, None) for d in domains]
-    # Per unit, what it frees in each domain it holds capacity in.
-    freed: list[dict[int, np.ndarray]] = []
-    for unit in table.units:
-        per_domain: dict[int, np.ndarray] = {}
+    # Per domain, each unit holding capacity there with what it frees there: one pass over
+    # the victims' pods, whatever the number of domains.
+    freed: dict[int, dict[int, tuple[VictimUnit, np.ndarray]]] = {}
+    for index, unit in enumerate(table.units):
         for pod, node in unit.placed:
             position = int(of_node[node])
             if position < 0:
                 continue
             vector = snap.vector(pod)[:width]
-            held = per_domain.get(position)
-            per_domain[position] = vector.copy() if held is None else held + vector
-        freed.append(per_domain)
+            here = freed.setdefault(position, {})
+            held = here.get(index)
+            here[index] = (unit, vector.copy() if held is None else held[1] + vector)
     bounds: dict[str, Bound] = {}
     for position, (domain, deficit) in enumerate(zip(domains, deficits, strict=True)):
         if not deficit.any():
             bounds[domain.name] = (NO_VICTIMS, 0)
             continue
-        bounds[domain.name] = _domain_bound(position, deficit, table, freed)
+        bounds[domain.name] = _domain_bound(deficit, list(freed.get(position, {}).values()))
     return bounds
 
 
-def _domain_bound(
-    position: int, deficit: np.ndarray, table: VictimTable, freed: list[dict[int, np.ndarray]]
-) -> Bound:
-    here = [
-        (unit, freed[i][position]) for i, unit in enumerate(table.units) if position in freed[i]
-    ]
+def _domain_bound(deficit: np.ndarray, here: list[tuple[VictimUnit, np.ndarray]]) -> Bound:
     columns = [int(c) for c in np.flatnonzero(deficit)]
     for level in sorted({unit.priority for unit, _ in here}):
         allowed = [(unit, vector) for unit, vector in here if unit.priority <= level]
