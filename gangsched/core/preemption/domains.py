@@ -120,7 +120,8 @@ def preempt_across_domains(
             continue
         if cheapest is not None and bound > cheapest:
             # Its bound is already dearer than a verified set: it cannot win. (Not a break:
-            # the nominated and upstream's domains come first, out of the bound's order.)
+            # the nominated domain comes first and upstream's past the budget last, both
+            # out of the bound's order.)
             continue
         table = _domain_table(base.table, domain.mask)
         if not table.units:
