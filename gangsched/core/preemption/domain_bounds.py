@@ -87,15 +87,8 @@ def _domain_bound(deficit: np.ndarray, here: list[tuple[VictimUnit, np.ndarray]]
         # count spare pods twice, which only a cost bound may do.
         if not np.all(np.sum([vector for _, vector in allowed], axis=0) >= deficit):
             continue
-        worst = 0
-        for column in columns:
-            pods, wholes = _offer(allowed, column)
-            cost = _least_cover(int(deficit[column]), pods, wholes)
-            if cost is None:
-                break
-            worst = max(worst, cost)
-        else:
-            return (level, worst)
+        # The offers free at least the real sums, so each column can be covered.
+        return (level, max(_least_cover(int(deficit[c]), *_offer(allowed, c)) for c in columns))
     return None
 
 
@@ -122,12 +115,11 @@ def _offer(allowed: list[tuple[VictimUnit, np.ndarray]], column: int) -> _Offer:
     return pods, wholes
 
 
-def _least_cover(deficit: int, pods: list[int], wholes: list[tuple[int, int]]) -> int | None:
-    """The least cost freeing at least `deficit`: any number of pods at 1 each plus any
-    subset of the whole workloads (a small knapsack, solved over costs; past `_MAX_STATES`
-    distinct costs, its fractional relaxation, still a bound)."""
-    if sum(pods) + sum(amount for _, amount in wholes) < deficit:
-        return None
+def _least_cover(deficit: int, pods: list[int], wholes: list[tuple[int, int]]) -> int:
+    """The least cost freeing at least `deficit`, which all the offers together do: any
+    number of pods at 1 each plus any subset of the whole workloads (a small knapsack,
+    solved over costs; past `_MAX_STATES` distinct costs, its fractional relaxation, still
+    a bound)."""
     prefix = list(accumulate(sorted(pods, reverse=True), initial=0))
     best_freed: dict[int, int] = {0: 0}  # total cost of wholes -> most they free
     for cost, amount in wholes:
@@ -143,6 +135,7 @@ def _least_cover(deficit: int, pods: list[int], wholes: list[tuple[int, int]]) -
         count = 0 if rest <= 0 else bisect_left(prefix, rest)
         if count < len(prefix) and (best is None or spent + count < best):
             best = spent + count
+    assert best is not None, "the offers do not cover the deficit"
     return best
 
 
