@@ -174,11 +174,10 @@ class Actuator:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(self._guarded(work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return task
 
     async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
         """A write that fails without an HTTP answer (API server restarting, connection
@@ -375,8 +374,7 @@ class Actuator:
             self.scheduler.enqueue_pod(pod, time.monotonic())
             # The capacity it held is free again: gangs waiting for room get another look.
             self.scheduler.queue.cluster_changed(time.monotonic())
-            if self.cache.on_change is not None:
-                self.cache.on_change()
+            self.cache.wake()
         if retry_now:
             self.scheduler.queue.activate(gang)
         else:

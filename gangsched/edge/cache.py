@@ -88,6 +88,10 @@ class ClusterCache:
     # ------------------------------------------------------------------------------- helpers
     def changed(self) -> None:
         self.scheduler.queue.cluster_changed(self.clock())
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the scheduling loop now, not at its next tick (up to a second away)."""
         if self.on_change is not None:
             self.on_change()
 
@@ -202,8 +206,8 @@ class ClusterCache:
                 # pod was waiting for them, so retry its gang now.
                 self.scheduler.queue.activate(self.scheduler.unit_key(self.cluster.group_of(pod)))
                 arrived = True
-            if arrived and self.on_change is not None:
-                self.on_change()  # wake the scheduling loop now, not at its next tick
+            if arrived:
+                self.wake()
         elif self.cluster.is_gated(pod) and pod.group is not None:
             # A gated member arrived or changed: a gang waiting for members says so again
             # (how many are gated, by which gates), though it still cannot go.
@@ -389,11 +393,10 @@ class ClusterCache:
             key = self.scheduler.unit_key(group.ref)
             self.scheduler.enqueue_pending(self.clock())
             self.scheduler.queue.activate(key)
-            # Wake the scheduling loop now: members created before their PodGroup (a
-            # controller that writes the group last) otherwise waited for its next tick, up
-            # to a second (bench/README.md, (t) with t_pods_first).
-            if self.on_change is not None:
-                self.on_change()
+            # Members created before their PodGroup (a controller that writes the group
+            # last) otherwise waited for the loop's next tick (bench/README.md, (t) with
+            # t_pods_first).
+            self.wake()
         return group.ref
 
     def _delete_group(self, obj: JSON) -> None:
@@ -404,8 +407,7 @@ class ClusterCache:
             return
         self.cluster.delete_group(ref)
         self.scheduler.queue.activate(self.scheduler.unit_key(ref))
-        if self.on_change is not None:
-            self.on_change()  # its members now wait for it: say so at once
+        self.wake()  # its members now wait for it: say so at once
 
     # ------------------------------------------- PriorityClasses, PDBs, Namespaces (policy_cache)
     def priority_classes(self) -> Handler:
