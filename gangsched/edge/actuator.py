@@ -88,7 +88,7 @@ class Actuator:
 
     def apply(self, report: CycleReport) -> list[asyncio.Future[None]]:
         """Start carrying out a report's decisions; returns at once (work runs as tasks),
-        with one future per victim of the report that resolves once its DELETE is answered
+        with one future per victim of the report that resolves once its DELETE is sent
         (see Operator._schedule_loop; the Preempted event is posted after, not waited for)."""
         victims: dict[str, list[Decision]] = {}
         waiting = report.result == WAITING
@@ -97,7 +97,7 @@ class Actuator:
         held: list[Bind] = []
         for decision in report.decisions:
             if isinstance(decision, Bind):
-                self.pods.latest_condition.pop(decision.pod, None)
+                self.pods.forget(decision.pod)
                 self.cache.assumed[decision.pod] = decision.node
                 if volumes or claims:
                     held.append(decision)  # bound once volumes and claims are confirmed
@@ -278,7 +278,7 @@ class Actuator:
                 bind.pod, bind.uid, "PodScheduled", "False", "SchedulerError", message
             )
             if await self.pods.patch_condition(condition):
-                self.pods.written[bind.pod] = ("False", "SchedulerError", message)
+                self.pods.remember(bind.pod, ("False", "SchedulerError", message))
         kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
         await self.pods.event(
             Event(kind, gang.key, "Warning", "FailedScheduling", "Binding", f"{message}; retrying")

@@ -259,12 +259,13 @@ class Operator:
                 continue
             evictions = self._carry_out(report, now, time.perf_counter() - started)
             if evictions:
-                # Victims start terminating only once their DELETE is answered, and the next
-                # cycle (often another preemption search) would hold the event loop
-                # meanwhile: in the topology trace, evictions went out up to 2.5 s after
-                # their decision, one search after another. A bounded wait (an API server
-                # that does not answer cannot stall scheduling) sends them now; the
-                # Preempted events follow without holding the loop.
+                # Victims start terminating only once their DELETE reaches the API server,
+                # after their DisruptionTarget condition is answered, and the next cycle
+                # (often another preemption search) would hold the event loop meanwhile: in
+                # the topology trace, evictions went out up to 2.5 s after their decision,
+                # one search after another. So the loop waits until every DELETE is on its
+                # way, bounded (an API server that does not answer cannot stall scheduling);
+                # their answers and the Preempted events follow without holding the loop.
                 await asyncio.wait(evictions, timeout=self.eviction_wait)
             await asyncio.sleep(0)  # let watches, renewals and writes run between cycles
 

@@ -242,14 +242,21 @@ async def test_a_pod_that_joins_a_group_later_is_not_scheduled_alone() -> None:
 async def test_a_preemption_report_hands_back_one_eviction_future_per_victim() -> None:
     """The scheduling loop waits for these before its next cycle (Operator.eviction_wait):
     victims start terminating when their eviction is sent, not one search later. They
-    resolve once the DELETE is answered; the Preempted events (here never answered) are not
-    waited for."""
+    resolve once the DELETE is sent, after the DisruptionTarget condition is answered:
+    neither the DELETE's answer nor the Preempted events (here never answered) are waited
+    for."""
     kube = FakeKube()
     deleted: list[str] = []
+    patched: list[str] = []
     never = asyncio.Event()
+
+    async def patch(path: str, body: Any = None, **_: Any) -> dict[str, Any]:
+        patched.append(path.split("/")[-2])
+        return {}
 
     async def delete(path: str, body: Any = None) -> dict[str, Any]:
         deleted.append(path.rsplit("/", 1)[-1])
+        await never.wait()
         return {}
 
     async def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -259,6 +266,7 @@ async def test_a_preemption_report_hands_back_one_eviction_future_per_victim() -
 
     kube.delete = delete  # type: ignore[attr-defined]
     kube.post = post  # type: ignore[method-assign]
+    kube.patch = patch  # type: ignore[method-assign]
     scheduler = Scheduler(ClusterState(scheduler_name="gangsched"), preemptor=build_preemptor())
     cache = ClusterCache(scheduler, clock=lambda: 0.0)
     cache.nodes().replace([raw_node("n1", cpu="2")])
@@ -277,6 +285,7 @@ async def test_a_preemption_report_hands_back_one_eviction_future_per_victim() -
     assert len(evictions) == 2
     done, _ = await asyncio.wait(evictions, timeout=5)
     assert len(done) == 2
+    assert sorted(p for p in patched if p.startswith("low")) == ["low-0", "low-1"]
     assert sorted(deleted) == ["low-0", "low-1"]
     never.set()
     await actuator.drain()
