@@ -71,12 +71,16 @@ class PodWriter:
     #: A condition whose status and reason stay the same is rewritten for a new message at
     #: most this often (seconds); see `pod_condition`.
     message_refresh: float = 5.0
+    #: PodScheduled writes in flight at once. They say why a pod waits: none may hold a
+    #: connection a bind or an eviction needs, nor crowd them at the API server.
+    condition_concurrency: int = 4
     clock: Callable[[], float] = time.monotonic
     #: The newest condition decided per pod; an older one still waiting is not written.
     latest_condition: dict[str, SetCondition] = field(default_factory=dict)
     #: One condition write per pod at a time, and the number of writers using each lock.
     _condition_locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
     _eviction_slots: asyncio.Semaphore | None = None
+    _condition_slots: asyncio.Semaphore | None = None
 
     # ---------------------------------------------------------------------------- conditions
     async def pod_condition(self, cond: SetCondition, delay: float = 0.0) -> None:
@@ -114,12 +118,23 @@ class PodWriter:
                 # The status unchanged, the transition time stays (strategic merge keeps
                 # fields the patch leaves out), as kube-scheduler's UpdatePodCondition does.
                 transition = prior is None or prior[0] != cond.status
-                if await self.patch_condition(cond, transition=transition):
-                    self.remember(cond.pod, signature)
+                if self._condition_slots is None:
+                    self._condition_slots = asyncio.Semaphore(self.condition_concurrency)
+                async with self._condition_slots:
+                    if cond.pod in self.latest_condition or not self._pending(cond.pod):
+                        return  # a newer decision came, or the pod was bound or deleted
+                    if await self.patch_condition(cond, transition=transition):
+                        self.remember(cond.pod, signature)
         finally:
             users[0] -= 1
             if not users[0]:
                 self._condition_locks.pop(cond.pod, None)
+
+    def _pending(self, key: str) -> bool:
+        """Still ours and unbound (gated or not): its condition still says something."""
+        cluster = self.scheduler.cluster
+        pod = cluster.pods.get(key)
+        return pod is not None and (cluster.is_pending(pod) or cluster.is_gated(pod))
 
     def remember(self, pod: str, signature: tuple[str, str, str]) -> None:
         self.written[pod] = signature

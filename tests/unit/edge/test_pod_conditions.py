@@ -38,10 +38,12 @@ class Clock:
         return self.now
 
 
-def writer(kube: PatchRecorder, clock: Clock, refresh: float) -> PodWriter:
+def writer(
+    kube: PatchRecorder, clock: Clock, refresh: float, names: tuple[str, ...] = ("p",)
+) -> PodWriter:
     scheduler = Scheduler(ClusterState(scheduler_name="gangsched"))
     cache = ClusterCache(scheduler, clock=lambda: 0.0)
-    cache.pods().replace([raw_pod("p")])
+    cache.pods().replace([raw_pod(name) for name in names])
     return PodWriter(
         kube=kube,  # type: ignore[arg-type]
         scheduler=scheduler,
@@ -55,9 +57,9 @@ def writer(kube: PatchRecorder, clock: Clock, refresh: float) -> PodWriter:
     )
 
 
-async def decide(pods: PodWriter, reason: str, message: str) -> asyncio.Task[None]:
+async def decide(pods: PodWriter, reason: str, message: str, name: str = "p") -> asyncio.Task[None]:
     """What the actuator does with a SetCondition decision."""
-    cond = SetCondition("default/p", "uid-p", "PodScheduled", "False", reason, message)
+    cond = SetCondition(f"default/{name}", f"uid-{name}", "PodScheduled", "False", reason, message)
     pods.latest_condition[cond.pod] = cond
     task = asyncio.get_running_loop().create_task(pods.pod_condition(cond))
     await asyncio.sleep(0)
@@ -99,3 +101,32 @@ async def test_an_unchanged_condition_is_not_rewritten_and_a_bound_pod_is_forgot
     await asyncio.wait_for(held, timeout=5)
     assert len(kube.conditions) == 1
     assert "default/p" not in pods.written
+
+
+async def test_condition_writes_never_hold_more_than_their_few_connections() -> None:
+    """Binds and evictions must find a connection: 20 conditions decided at once (a gang's
+    members) go out `condition_concurrency` at a time, and a pod bound while its write
+    waited for a slot gets none."""
+    names = tuple(f"p{i}" for i in range(20))
+    in_flight, most = 0, 0
+    release = asyncio.Event()
+
+    class SlowKube(PatchRecorder):
+        async def patch(self, path: str, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+            nonlocal in_flight, most
+            in_flight += 1
+            most = max(most, in_flight)
+            await release.wait()
+            in_flight -= 1
+            return await super().patch(path, body)
+
+    kube = SlowKube()
+    pods = writer(kube, Clock(), refresh=5.0, names=names)
+    tasks = [await decide(pods, "Unschedulable", "no room", name) for name in names]
+    await asyncio.sleep(0.05)
+    assert most == pods.condition_concurrency == 4
+    pods.scheduler.cluster.pods["default/p19"].node_name = "n1"  # bound meanwhile
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=5)
+    assert most == 4
+    assert len(kube.conditions) == 19
