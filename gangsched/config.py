@@ -68,6 +68,9 @@ class Preemption(_Strict):
 class Backoff(_Strict):
     initialSeconds: float = Field(1.0, gt=0)
     maxSeconds: float = Field(10.0, gt=0)
+    #: With no gang ready, retry one that a cluster change moved to backoff before its
+    #: backoff ends (kube-scheduler's SchedulerPopFromBackoffQ, on since 1.33).
+    popFromBackoffQ: bool = True
 
 
 class Search(_Strict):
@@ -159,6 +162,7 @@ class Config(_Strict):
             ),
             initial_backoff=self.backoff.initialSeconds,
             max_backoff=self.backoff.maxSeconds,
+            pop_from_backoff=self.backoff.popFromBackoffQ,
         )
 
 

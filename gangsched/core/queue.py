@@ -5,11 +5,17 @@ then a name, which each dialect's rules supply (core/queue_order.py), so a high-
 gang is never stuck behind a low one; a gang that cannot be placed goes to
 the unschedulable pool and comes back only when the cluster changes in a way that may help
 (or after a flush interval), so it never blocks the others.
+
+A backoff is a penalty for when the scheduler is busy, not a wait for its own sake: with
+nothing active, the gang a cluster change moved to backoff is tried at once (kube-scheduler's
+SchedulerPopFromBackoffQ, on by default since 1.33). A preemptor is the common case: its
+victims gone, it used to sit out the rest of its one-second backoff with the loop idle.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -38,6 +44,8 @@ class _Entry:
     #: Held before the cycle (members or PodGroup missing): only a change to the gang itself
     #: can help, so other cluster changes leave it where it is.
     waiting: bool = False
+    #: In backoff after an error (not after a cluster change): sits it out whatever happens.
+    errored: bool = False
 
 
 @dataclass(slots=True)
@@ -46,6 +54,9 @@ class SchedulingQueue:
     max_backoff: float = 10.0
     #: Unschedulable gangs are retried at least this often even without a helpful event.
     unschedulable_flush: float = 300.0
+    #: With nothing active, pop a gang moved to backoff by a cluster change before its
+    #: backoff is over (not one backing off after an error).
+    pop_from_backoff: bool = True
     _entries: dict[GroupRef, _Entry] = field(default_factory=dict)
     _heap: list[tuple[int, float, str, int, GroupRef]] = field(default_factory=list)
     _seq: int = 0
@@ -89,10 +100,30 @@ class SchedulingQueue:
             entry = self._entries.get(ref)
             if entry is None or entry.state is not State.ACTIVE or entry.seq != seq:
                 continue  # stale heap item
-            entry.state = State.BACKOFF  # in flight: not poppable until requeued
-            entry.ready_at = float("inf")
-            return ref
+            return self._take(entry)
+        if self.pop_from_backoff:
+            early = [
+                e
+                for e in self._entries.values()
+                if e.state is State.BACKOFF and not e.errored and e.ready_at != math.inf
+            ]
+            if early:
+                # Upstream's backoff order: by the second the backoff ends, then as the
+                # active queue orders.
+                return self._take(
+                    min(
+                        early,
+                        key=lambda e: (math.floor(e.ready_at), -e.priority, e.created, e.name),
+                    )
+                )
         return None
+
+    @staticmethod
+    def _take(entry: _Entry) -> GroupRef:
+        entry.state = State.BACKOFF  # in flight: not poppable until requeued
+        entry.ready_at = math.inf
+        entry.errored = False
+        return entry.ref
 
     def attempts_of(self, ref: GroupRef) -> int:
         """Failed attempts so far (0 for a gang tried for the first time)."""
@@ -148,6 +179,7 @@ class SchedulingQueue:
         entry.attempts += 1
         entry.state = State.BACKOFF
         entry.waiting = False
+        entry.errored = True
         entry.ready_at = now + self.backoff_for(entry.attempts)
 
     def activate(self, ref: GroupRef) -> None:

@@ -80,6 +80,7 @@ class SchedulerConfig:
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     initial_backoff: float = 1.0
     max_backoff: float = 10.0
+    pop_from_backoff: bool = True
 
 
 @dataclass(slots=True)
@@ -121,7 +122,9 @@ class Scheduler:
             self.framework, self.config.cycle, self.config.topology
         )
         self.queue = SchedulingQueue(
-            initial_backoff=self.config.initial_backoff, max_backoff=self.config.max_backoff
+            initial_backoff=self.config.initial_backoff,
+            max_backoff=self.config.max_backoff,
+            pop_from_backoff=self.config.pop_from_backoff,
         )
         self.preemptor = preemptor
 
