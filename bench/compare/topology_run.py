@@ -11,6 +11,11 @@ With `--set t_pods_first=1` a wave's pods are created before its PodGroups, and 
 starts when the PodGroups are created: neither scheduler can start a gang without its
 PodGroup, so the wave's time is the scheduler's, without the creation of the pods.
 
+With `--set t_lifetime=N` gangs also finish: before wave k is created, every gang of wave
+k - N with all its members running is deleted (a finished job). The cluster then drains as
+well as fills, so whole racks can stay free; they are sampled once each wave has settled
+(`racks_free_per_wave`), before the next departures.
+
 A wave is created once the previous one has settled (`t_settle_s`): no bind or deletion for
 that long and no preemption under way (no pending pod nominated). Both schedulers then face
 the same pending gangs at every wave, whatever their speed. With waves on a wall clock
@@ -21,16 +26,16 @@ its preemption chose. The run ends when no pod has been bound or deleted for `t_
 seconds (or at the timeout). Measured from the pods at the end:
 
 * gangs admitted: every member bound and none deleted (a gang that lost a member to
-  preemption is not admitted);
+  preemption is not admitted), finished ones (`t_lifetime`) included;
 * gangs broken: some members still bound, others preempted (the rest make no progress);
 * pods/s: pods bound per second of scheduling, summed per wave from the wave's creation to
   its last bind (the settling pauses left out); first creation to last bind with clock waves;
 * over the creation floor (settled waves): per wave, its last bind after the API server
   answered the wave's last create, summed (creating ~200 pods takes a good part of a wave);
-* victims: gang pods that were bound and then deleted (preempted);
+* victims: gang pods that were bound and then deleted (preempted), finished ones left out;
 * whole racks free: racks where no node holds a gang pod;
 * largest placeable gang: the most 2-CPU pods one rack still has room for;
-* racks per admitted gang (1 when the constraint is honoured).
+* racks per admitted gang (1 when the constraint is honoured), over the gangs still running.
 """
 
 from __future__ import annotations
@@ -121,13 +126,23 @@ async def run_topology(
         deadline = t_start + timeout
         wave_starts: list[float] = []
         wave_created: list[float] = []
-        for first in range(0, len(gangs), sizes.t_wave):
-            wave = gangs[first : first + sizes.t_wave]
+        waves = [gangs[i : i + sizes.t_wave] for i in range(0, len(gangs), sizes.t_wave)]
+        finished: set[str] = set()
+        free_per_wave: list[int] = []
+        for index, wave in enumerate(waves):
+            departures = sizes.t_lifetime and index >= sizes.t_lifetime
+            if departures:
+                free_per_wave.append(await racks_free_now(kube, sizes))
+                # The wave starts with its departures: a gang that waited for their room
+                # binds inside the wave that freed it, not the one before.
+                wave_starts.append(time.time())
+                finished |= await finish(kube, waves[index - sizes.t_lifetime], watch)
             pods = [create_request(p) for _, members in wave for p in members]
             if sizes.t_pods_first:
                 await env.post_all(pods)
                 pods = []
-            wave_starts.append(time.time())
+            if not departures:
+                wave_starts.append(time.time())
             answered = await env.post_all([create_request(g) for g, _ in wave] + pods)
             wave_created.append(max(answered.values(), default=wave_starts[-1]))
             if sizes.t_settle_s > 0:
@@ -138,11 +153,24 @@ async def run_topology(
         result["cpu_s"] = round(running.cpu_seconds() - cpu_before, 2)
         result["waves"] = "settled" if sizes.t_settle_s > 0 else "clock"
         result["pods_first"] = bool(sizes.t_pods_first)
+        result["lifetime_waves"] = sizes.t_lifetime
         result.update(
             await measure(
-                kube, gangs, watch, sizes, wave_starts=wave_starts, wave_created=wave_created
+                kube,
+                gangs,
+                watch,
+                sizes,
+                wave_starts=wave_starts,
+                wave_created=wave_created,
+                finished=finished,
             )
         )
+        if sizes.t_lifetime:
+            free_per_wave.append(result["racks_fully_free"])
+            result["racks_free_per_wave"] = free_per_wave
+            result["gangs_finished"] = sum(
+                all(p["metadata"]["name"] in finished for p in members) for _, members in gangs
+            )
         result["load_after"] = load_average()
         return result
     finally:
@@ -154,6 +182,48 @@ async def run_topology(
             announce_kept(env.cluster)
         else:
             stop_cluster(env.cluster)
+
+
+async def finish(
+    kube: Kube, wave: list[tuple[dict[str, Any], list[dict[str, Any]]]], watch: Watch
+) -> set[str]:
+    """Delete the gangs of `wave` whose members all run (finished jobs); their pod names."""
+    done: set[str] = set()
+    for _, members in wave:
+        names = [p["metadata"]["name"] for p in members]
+        if all(n in watch.bound_at and n not in watch.gone for n in names):
+            done.update(names)
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    await asyncio.gather(
+        *(kube.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{n}", body) for n in sorted(done))
+    )
+    return done
+
+
+def node_racks(sizes: Sizes) -> dict[str, str]:
+    return {
+        f"bench-node-{i:05d}": rack_of(i, sizes) for i in range(sizes.t_racks * sizes.t_rack_nodes)
+    }
+
+
+def rack_room(items: list[dict[str, Any]], sizes: Sizes) -> tuple[int, int]:
+    """From a list of the bench's pods: racks where no node holds a pod, and the most 2-CPU
+    pods one rack still has room for."""
+    node_rack = node_racks(sizes)
+    used: dict[str, int] = defaultdict(int)
+    for p in items:
+        node = p["spec"].get("nodeName")
+        if node in node_rack and not p["metadata"].get("deletionTimestamp"):
+            used[node] += POD_CPU
+    room: dict[str, int] = defaultdict(int)
+    for node, rack in node_rack.items():
+        room[rack] += (8 - used.get(node, 0)) // POD_CPU
+    return sizes.t_racks - len({node_rack[n] for n in used}), max(room.values(), default=0)
+
+
+async def racks_free_now(kube: Kube, sizes: Sizes) -> int:
+    items = (await kube.get(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
+    return rack_room(items, sizes)[0]
 
 
 async def settle(watch: Watch, *, quiet: float, deadline: float) -> None:
@@ -219,6 +289,7 @@ async def measure(
     *,
     wave_starts: list[float],
     wave_created: list[float],
+    finished: set[str],
 ) -> dict[str, Any]:
     items = (await kube.get(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
     live = {
@@ -226,38 +297,34 @@ async def measure(
         for p in items
         if not p["metadata"].get("deletionTimestamp")
     }
-    node_rack = {
-        f"bench-node-{i:05d}": rack_of(i, sizes) for i in range(sizes.t_racks * sizes.t_rack_nodes)
-    }
+    node_rack = node_racks(sizes)
     t_start = wave_starts[0]
-    admitted = admitted_pods = spans = broken = 0
+    admitted = admitted_pods = running = spans = broken = 0
     high_admitted = 0
     for group, members in gangs:
         names = [p["metadata"]["name"] for p in members]
         placed = [live.get(n) for n in names]
-        if all(placed):
+        if names and all(n in finished for n in names):
+            admitted += 1  # finished (t_lifetime): it ran whole
+            high_admitted += group["spec"].get("priorityClassName") == "bench-high"
+        elif all(placed):
             admitted += 1
+            running += 1
             admitted_pods += len(names)
             spans += len({node_rack[str(n)] for n in placed})
             high_admitted += group["spec"].get("priorityClassName") == "bench-high"
         elif any(placed) and any(n in watch.gone for n in names):
             broken += 1
     gang_pods = {p["metadata"]["name"] for _, members in gangs for p in members}
-    victims = sum(1 for n in gang_pods if n in watch.gone and n in watch.bound_at)
-    used: dict[str, int] = defaultdict(int)
-    for name, node in live.items():
-        if node and name in gang_pods:
-            used[node] += POD_CPU
-    racks_used = {node_rack[n] for n in used}
-    room: dict[str, int] = defaultdict(int)
-    for node, rack in node_rack.items():
-        room[rack] += (8 - used.get(node, 0)) // POD_CPU
+    victims = sum(
+        1 for n in gang_pods if n in watch.gone and n in watch.bound_at and n not in finished
+    )
+    free_racks, largest = rack_room(items, sizes)
     binds = sorted(t for n, t in watch.bound_at.items() if n in gang_pods)
     busy = scheduling_seconds(binds, wave_starts, settled=sizes.t_settle_s > 0)
+    preempted = sorted(t for n, t in watch.gone_at.items() if n not in finished)
     per_wave = (
-        wave_breakdown(binds, sorted(watch.gone_at.values()), wave_starts, wave_created)
-        if sizes.t_settle_s > 0
-        else []
+        wave_breakdown(binds, preempted, wave_starts, wave_created) if sizes.t_settle_s > 0 else []
     )
     return {
         "gangs_admitted": admitted,
@@ -268,9 +335,9 @@ async def measure(
         "pods_per_s": round(len(binds) / max(busy, 1e-9), 1) if binds else 0.0,
         "scheduling_s": round(busy, 2),
         "victims": victims,
-        "racks_fully_free": sizes.t_racks - len(racks_used),
-        "largest_placeable_gang": max(room.values(), default=0),
-        "racks_per_admitted_gang": round(spans / admitted, 3) if admitted else None,
+        "racks_fully_free": free_racks,
+        "largest_placeable_gang": largest,
+        "racks_per_admitted_gang": round(spans / running, 3) if running else None,
         "last_bind_s": round(binds[-1] - t_start, 2) if binds else None,
         "per_wave": per_wave,
         # Per wave, its last bind after the API server answered its last create, summed:

@@ -78,6 +78,10 @@ class Sizes:
     #: (no gang can start without its PodGroup, in either scheduler), so the wave's time
     #: leaves out creating ~200 pods (bench/README.md, (t)).
     t_pods_first: int = 0
+    #: Waves a gang runs before it finishes (0: never): before wave k is created, every
+    #: gang of wave k - t_lifetime with all its members running is deleted, as a finished
+    #: job, so the cluster drains as well as fills (racks left whole become measurable).
+    t_lifetime: int = 0
     t_quiet_s: float = 45.0
     x_nodes: int = 10
     x_gangs: int = 20
