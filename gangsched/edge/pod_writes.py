@@ -88,8 +88,8 @@ class PodWriter:
         at once; a new message alone waits until `message_refresh` has passed since the last
         write, and only the newest decided by then is written. An unschedulable gang's
         message counts free room per domain, so it differs at nearly every retry: in the
-        topology trace every retry rewrote all its members (1,484 PATCHes for 1,394 binds),
-        the burst landing among the preemptors' binds when victims left."""
+        topology trace every retry rewrote all its members (1,484 writes decided for 1,394
+        binds), the burst landing among the preemptors' binds when victims left."""
         if delay:
             await asyncio.sleep(delay)
             pod = self.scheduler.cluster.pods.get(cond.pod)
