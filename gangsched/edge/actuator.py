@@ -277,8 +277,7 @@ class Actuator:
             condition = SetCondition(
                 bind.pod, bind.uid, "PodScheduled", "False", "SchedulerError", message
             )
-            if await self.pods.patch_condition(condition):
-                self.pods.remember(bind.pod, ("False", "SchedulerError", message))
+            await self.pods.write_pod_scheduled(condition)
         kind = "Pod" if gang.dialect is Dialect.LONE_POD else "PodGroup"
         await self.pods.event(
             Event(kind, gang.key, "Warning", "FailedScheduling", "Binding", f"{message}; retrying")

@@ -112,19 +112,14 @@ class PodWriter:
                     return  # superseded while the older write was in flight
                 self.latest_condition.pop(cond.pod, None)
                 signature = (cond.status, cond.reason, cond.message)
-                prior = self.written.get(cond.pod)
-                if prior == signature or not self.may_write():
+                if self.written.get(cond.pod) == signature or not self.may_write():
                     return
-                # The status unchanged, the transition time stays (strategic merge keeps
-                # fields the patch leaves out), as kube-scheduler's UpdatePodCondition does.
-                transition = prior is None or prior[0] != cond.status
                 if self._condition_slots is None:
                     self._condition_slots = asyncio.Semaphore(self.condition_concurrency)
                 async with self._condition_slots:
                     if cond.pod in self.latest_condition or not self._pending(cond.pod):
                         return  # a newer decision came, or the pod was bound or deleted
-                    if await self.patch_condition(cond, transition=transition):
-                        self.remember(cond.pod, signature)
+                    await self.write_pod_scheduled(cond)
         finally:
             users[0] -= 1
             if not users[0]:
@@ -136,7 +131,18 @@ class PodWriter:
         pod = cluster.pods.get(key)
         return pod is not None and (cluster.is_pending(pod) or cluster.is_gated(pod))
 
-    def remember(self, pod: str, signature: tuple[str, str, str]) -> None:
+    async def write_pod_scheduled(self, cond: SetCondition) -> bool:
+        """PATCH a PodScheduled condition and remember it. The status unchanged, the
+        transition time stays (strategic merge keeps fields the patch leaves out), as
+        kube-scheduler's UpdatePodCondition does."""
+        prior = self.written.get(cond.pod)
+        transition = prior is None or prior[0] != cond.status
+        if not await self.patch_condition(cond, transition=transition):
+            return False
+        self._remember(cond.pod, (cond.status, cond.reason, cond.message))
+        return True
+
+    def _remember(self, pod: str, signature: tuple[str, str, str]) -> None:
         self.written[pod] = signature
         self.written_at[pod] = self.clock()
         if len(self.written) > 2 * len(self.scheduler.cluster.pods) + 1024:
