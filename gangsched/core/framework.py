@@ -36,6 +36,10 @@ class PodContext:
 
 
 class FilterPlugin(Protocol):
+    """A filter. One whose verdict reads only the pod's spec and the node object (not what
+    runs on the node) also sets a class attribute `node_static = True`: `node_eligible`
+    runs those alone, and topology drops domains none of whose nodes pass them."""
+
     name: str
 
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
@@ -109,6 +113,30 @@ class Framework:
             if not mask.any():
                 break
         return mask
+
+    def node_eligible(self, pod: Pod, snap: Snapshot) -> BoolVector:
+        """The nodes the pod may ever use, whatever runs on them: the filters marked
+        `node_static` (a verdict read from the pod's spec and the node object alone, cached
+        per spec in the snapshot). Topology uses it to drop domains before any cycle runs."""
+        ctx = PodContext(pod=pod, request=snap.vector(pod))
+        mask: BoolVector = np.ones(len(snap), dtype=np.bool_)
+        for plugin in self.filters:
+            if getattr(plugin, "node_static", False) and plugin.applies(ctx, snap):
+                mask = plugin.filter(ctx, snap, mask)
+        return mask
+
+    def node_rejection(self, pod: Pod, snap: Snapshot, node: int) -> str | None:
+        """Why a `node_static` filter rejects the node for the pod (the first one's reason)."""
+        ctx = PodContext(pod=pod, request=snap.vector(pod))
+        one: BoolVector = np.zeros(len(snap), dtype=np.bool_)
+        one[node] = True
+        for plugin in self.filters:
+            if not (getattr(plugin, "node_static", False) and plugin.applies(ctx, snap)):
+                continue
+            if not plugin.filter(ctx, snap, one)[node]:
+                explained = plugin.explain(ctx, snap, node)
+                return explained[0][0] if explained else plugin.name
+        return None
 
     def diagnose(self, ctx: PodContext, snap: Snapshot) -> Diagnosis:
         """Explain, node by node, why the pod fits nowhere (first rejecting plugin wins)."""

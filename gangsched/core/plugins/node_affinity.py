@@ -29,6 +29,7 @@ def admits(constraints: NodeConstraints, node: Node) -> bool:
 
 class NodeAffinity:
     name = "NodeAffinity"
+    node_static = True  # the verdict reads only the pod's spec and the node
 
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
         c = ctx.pod.constraints

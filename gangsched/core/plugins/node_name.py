@@ -13,6 +13,7 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = "NodeName"
+    node_static = True  # the verdict reads only the pod's spec and the node
 
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
         return ctx.pod.constraints.node_name is not None

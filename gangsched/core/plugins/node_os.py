@@ -22,6 +22,7 @@ REASON = "node(s) didn't match the Pod's OS (spec.os.name)"
 
 class NodeOS:
     name = "NodeOS"
+    node_static = True  # the verdict reads only the pod's spec and the node
 
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
         return bool(ctx.pod.os_name)

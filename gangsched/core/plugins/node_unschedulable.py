@@ -17,6 +17,7 @@ _ANY_POD = NodeConstraints()
 
 class NodeUnschedulable:
     name = "NodeUnschedulable"
+    node_static = True  # the verdict reads only the pod's spec and the node
 
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
         return not any(t.tolerates(UNSCHEDULABLE_TAINT) for t in ctx.pod.constraints.tolerations)

@@ -22,6 +22,7 @@ def first_untolerated(node: Node, tolerations: tuple[Toleration, ...]) -> Taint 
 
 class TaintToleration:
     name = "TaintToleration"
+    node_static = True  # the verdict reads only the pod's spec and the node
 
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
         return True

@@ -41,6 +41,7 @@ from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import VictimTable
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
+from gangsched.core.topology.bounds import domains_with_room
 from gangsched.core.topology.domain_filter import confined
 from gangsched.core.topology.domains import Domain, partition
 from gangsched.core.topology.placement import (
@@ -93,7 +94,13 @@ def preempt_across_domains(
     snap = cluster.snapshot
     key = cls.request.required
     assert key is not None
-    domains = _candidate_domains(cls, key, snap)
+    domains = domains_with_room(
+        pending=cls.pending,
+        need=cls.need,
+        domains=_candidate_domains(cls, key, snap),
+        snap=snap,
+        framework=framework,
+    )
     if not domains:
         return CannotHelp(f"topology: no domain of {key} can hold the group"), []
     bounds = _bounds(domains, base, cls, snap, key)
@@ -109,7 +116,7 @@ def preempt_across_domains(
         if any(cheapest is None or (bounds[d.name] or _LOST) <= cheapest for d in beyond):
             # Past the budget, upstream's choice (every victim removed, the best-scored
             # domain) still gets its turn unless its bound lost: never costlier than it.
-            upstream = _upstream_choice(gang, base, snap, key, domains)
+            upstream = _upstream_choice(gang, base, snap, domains)
             if upstream is not None and upstream in beyond:
                 yield upstream
 
@@ -173,9 +180,16 @@ def preempt_across_domains(
     feasible = [t for t in tried if isinstance(t.found, Candidate)]
     if not feasible:
         reasons = sorted({t.found.reason for t in tried if isinstance(t.found, CannotHelp)})
+        searched = {t.domain.name for t in tried}
+        hopeless = sum(1 for d in domains if bounds[d.name] is None and d.name not in searched)
+        parts = [f"{len(tried)} domain(s) tried: {'; '.join(reasons)}"] if tried else []
+        if hopeless:
+            parts.append(
+                f"{hopeless} domain(s) cannot hold the group even without every lower-priority pod"
+            )
         return CannotHelp(
             f"topology: preemption frees no domain of {key} for the group "
-            f"({len(tried)} domain(s) tried: {'; '.join(reasons)})"
+            f"({'; '.join(parts) or 'no domain searched'})"
         ), tried
     best = min(
         feasible,
@@ -254,7 +268,7 @@ def _bounds(
 
 
 def _upstream_choice(
-    gang: Gang, base: Problem, snap: Snapshot, key: str, domains: Sequence[Domain]
+    gang: Gang, base: Problem, snap: Snapshot, domains: Sequence[Domain]
 ) -> Domain | None:
     """The domain upstream's TAS preemption picks: every lower-priority pod removed, the
     best-scored feasible placement."""
@@ -266,10 +280,12 @@ def _upstream_choice(
         result = TopologyPlacer(base.framework, base.placer.config).place(gang, snap)
     finally:
         snap.rollback(mark)
-    report = result.topology
-    if result.code is not Code.SUCCESS or report is None or report.key != key:
+    if result.code is not Code.SUCCESS:
         return None
-    return next((d for d in domains if d.value == report.value), None)
+    # The required-level domain holding the placement: with a preferred level as well, the
+    # report names the finer domain the placement was found in, which lies inside this one.
+    placed = {node for _, node in result.placements}
+    return next((d for d in domains if placed and all(d.mask[n] for n in placed)), None)
 
 
 def _domain_table(table: VictimTable, mask: BoolVector) -> VictimTable:

@@ -29,8 +29,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from gangsched.core.cycle import (
     CycleConfig,
     CycleResult,
@@ -42,17 +40,20 @@ from gangsched.core.cycle import (
 from gangsched.core.framework import Framework
 from gangsched.core.gang_waiting import waiting_message
 from gangsched.core.model import GroupRef, Pod
-from gangsched.core.resources import PODS
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
-from gangsched.core.topology.domain_filter import confined, is_domain_reason
+from gangsched.core.topology.bounds import capacity_bounds, domain_score, resource_weights
+from gangsched.core.topology.domain_filter import confined
 from gangsched.core.topology.domains import Domain, partition
+from gangsched.core.topology.messages import (
+    failure_reason,
+    level_message,
+    no_domain_message,
+    skip,
+    unschedulable,
+)
 from gangsched.core.topology.report import FEASIBLE, INFEASIBLE, DomainTrial, TopologyReport
 from gangsched.core.topology.request import TopologyRequest
-
-TOO_SMALL = "too-small"
-LACKS = "lacks"
-NOT_EVALUATED = "not-evaluated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,14 +187,15 @@ class TopologyPlacer(GangPlacer):
             if pinned_error is not None:
                 return CycleResult(Code.ERROR, message=pinned_error)
             if any(not domains for domains in options):
-                summaries.append(_no_domain_message(classes, level_keys, options))
+                missing = [k for k, d in zip(level_keys, options, strict=True) if not d]
+                summaries.append(no_domain_message(missing))
                 continue
             result = self._search(gang, snap, classes, options, report)
             if result.code is not Code.UNSCHEDULABLE:
                 return result
             last_failure = result
             summaries.append(result.message)
-        return _unschedulable(gang, summaries, last_failure)
+        return unschedulable(summaries, last_failure)
 
     def _domains(
         self, cls: ConstraintClass, key: str | None, snap: Snapshot
@@ -235,7 +237,14 @@ class TopologyPlacer(GangPlacer):
         report: TopologyReport,
     ) -> CycleResult:
         bounds = [
-            _bounds(cls, domains, snap, self.topology)
+            capacity_bounds(
+                pending=cls.pending,
+                need=cls.need,
+                domains=domains,
+                snap=snap,
+                framework=self.framework,
+                resources=self.topology.resources,
+            )
             for cls, domains in zip(classes, options, strict=True)
         ]
         candidates: list[_Candidate] = []
@@ -245,11 +254,19 @@ class TopologyPlacer(GangPlacer):
             domains = tuple(options[c][i] for c, i in enumerate(combo))
             parts = [bounds[c][i] for c, i in enumerate(combo)]
             short = [
-                b for b, cls in zip(parts, classes, strict=True) if b.lacks or b.pods < cls.need
+                b for b, cls in zip(parts, classes, strict=True) if b.cause or b.pods < cls.need
             ]
             if short:
-                outcome = LACKS if short[0].lacks else TOO_SMALL
-                report.trials.append(DomainTrial(_name(domains), outcome, short[0].describe()))
+                worst = short[0]
+                report.trials.append(
+                    DomainTrial(
+                        _name(domains),
+                        worst.outcome,
+                        worst.describe(),
+                        cause=worst.cause,
+                        placed=worst.pods,
+                    )
+                )
                 continue
             candidates.append(
                 _Candidate(
@@ -259,6 +276,12 @@ class TopologyPlacer(GangPlacer):
                 )
             )
         candidates.sort(key=_Candidate.order)
+        held = _held(classes, options, snap)
+        if held is not None:
+            waiting = self._waiting_for_victims(gang, classes, held, snap)
+            if waiting is not None:
+                report.trials.append(DomainTrial(_name(held), INFEASIBLE, waiting, waiting))
+                return CycleResult(Code.UNSCHEDULABLE, message=waiting)
         nominated = _nominated(classes, candidates, snap)
         if nominated is not None:
             candidates.remove(nominated)
@@ -274,14 +297,15 @@ class TopologyPlacer(GangPlacer):
         evaluations = feasible = 0
         for position, candidate in enumerate(candidates):
             if best is not None and candidate.order() >= best[0]:
-                _skip(
-                    report,
-                    candidates[position:],
-                    "its capacity bound cannot beat a feasible domain",
-                )
+                rest = [c.name for c in candidates[position:]]
+                skip(report, rest, "its capacity bound cannot beat a feasible domain")
                 break
             if evaluations >= self.topology.max_evaluations or feasible >= feasible_limit:
-                _skip(report, candidates[position:], "the evaluation budget was spent")
+                skip(
+                    report,
+                    [c.name for c in candidates[position:]],
+                    "the evaluation budget was spent",
+                )
                 break
             if assumed is not None:
                 snap.rollback(mark)
@@ -292,10 +316,10 @@ class TopologyPlacer(GangPlacer):
             seconds = time.perf_counter() - started
             if result.code is Code.SUCCESS:
                 feasible += 1
-                score = _score(classes, candidate, result, snap, self.topology)
+                score = self._score(classes, candidate, snap)
                 placed = len(result.placements)
                 report.trials.append(
-                    DomainTrial(candidate.name, FEASIBLE, "", score, placed, seconds)
+                    DomainTrial(candidate.name, FEASIBLE, "", "", score, placed, seconds)
                 )
                 key = (-score, -placed, candidate.name)
                 assumed = candidate
@@ -307,14 +331,21 @@ class TopologyPlacer(GangPlacer):
             snap.rollback(mark)
             if result.code is not Code.UNSCHEDULABLE:
                 return result  # an error or a wait concerns the gang, not the domain
+            reason = failure_reason(result)
             report.trials.append(
-                DomainTrial(candidate.name, INFEASIBLE, _reason(result), None, 0, seconds)
+                DomainTrial(candidate.name, INFEASIBLE, reason, reason, None, 0, seconds)
             )
             if first_failure is None:
                 first_failure = result
         if best is None:
             failure = first_failure or CycleResult(Code.UNSCHEDULABLE)
-            failure.message = _level_message(classes, options, report)
+            failure.message = level_message(
+                keys=sorted({d.key for domains in options for d in domains if d is not None}),
+                options=options,
+                report=report,
+                pending=sum(len(c.pending) for c in classes),
+                need=sum(c.need for c in classes),
+            )
             return failure
         _, chosen, result = best
         if assumed is not chosen:
@@ -324,6 +355,56 @@ class TopologyPlacer(GangPlacer):
         if known:
             report.key, report.value = known[0].key, known[0].value
         return result
+
+    def _waiting_for_victims(
+        self,
+        gang: Gang,
+        classes: Sequence[ConstraintClass],
+        held: tuple[Domain, ...],
+        snap: Snapshot,
+    ) -> str | None:
+        """Why the gang waits for its reserved domain: it does not fit there now, but will
+        once the lower-priority pods terminating there are gone (the victims an earlier
+        cycle chose). A later cycle then stays in the domain its preemption paid for, rather
+        than taking room elsewhere that another gang may need; it moves on only when the
+        domain can no longer hold it. None when there is nothing to wait for."""
+        priority = min(pod.priority for cls in classes for pod in cls.pending)
+        leaving = [
+            (pod, int(node))
+            for domain in held
+            for node in domain.nodes
+            for pod in snap.node_pods[int(node)].values()
+            if pod.terminating and pod.priority < priority
+        ]
+        if not leaving:
+            return None
+        candidate = _Candidate(domains=held, bound_score=0.0, bound_pods=0)
+        mark = snap.checkpoint()
+        try:
+            if self._placer(classes, candidate).place(gang, snap).code is Code.SUCCESS:
+                return None  # it fits already: the search takes the nominated domain first
+            snap.rollback(mark)
+            for pod, node in leaving:
+                snap.remove_at(pod, node)
+            later = self._placer(classes, candidate).place(gang, snap)
+        finally:
+            snap.rollback(mark)
+        if later.code is not Code.SUCCESS:
+            return None
+        return (
+            f"topology: waiting for {len(leaving)} preemption victim(s) to leave "
+            f"{candidate.name}, the domain reserved for the group"
+        )
+
+    def _score(
+        self, classes: Sequence[ConstraintClass], candidate: _Candidate, snap: Snapshot
+    ) -> float:
+        """MostAllocated over each class's domain with the placement assumed, summed."""
+        total = 0.0
+        for cls, domain in zip(classes, candidate.domains, strict=True):
+            weights = resource_weights(cls.pending, snap, self.topology.resources)
+            total += domain_score(domain, snap, weights)
+        return round(total, 6)
 
     def _placer(self, classes: Sequence[ConstraintClass], candidate: _Candidate) -> GangPlacer:
         masks: dict[GroupRef, BoolVector] = {}
@@ -343,110 +424,25 @@ def _name(domains: Sequence[Domain | None]) -> str:
     return " + ".join(d.name if d is not None else "(whole cluster)" for d in domains)
 
 
-@dataclass(slots=True)
-class _Bound:
-    """Upper bounds for one class in one domain, from capacity alone."""
-
-    pods: int
-    score: float
-    #: A resource the members request that no node of the domain has.
-    lacks: str = ""
-
-    def describe(self) -> str:
-        if self.lacks:
-            return f"lacks {self.lacks}"
-        return f"too small: at most {self.pods} pod(s) fit by free capacity"
-
-
-def _weights(cls: ConstraintClass, snap: Snapshot, config: TopologyConfig) -> dict[int, float]:
-    weights = {snap.columns[n]: w for n, w in config.resources.items() if n in snap.columns}
-    for pod in cls.pending:
-        for name in pod.requests:
-            col = snap.columns.get(name)
-            if col is not None and col not in weights and name != PODS:
-                weights[col] = 1.0
-    return weights
-
-
-def _bounds(
-    cls: ConstraintClass, domains: Sequence[Domain | None], snap: Snapshot, config: TopologyConfig
-) -> list[_Bound]:
-    """Capacity bounds of one class in every domain at once: array operations over all
-    nodes grouped by domain, so thousands of domains cost a few passes, not a loop each."""
-    pending = cls.pending
-    if not pending:
-        return [_Bound(pods=0, score=0.0) for _ in domains]
-    vectors = [snap.vector(pod) for pod in pending]  # first: it may add a resource column
-    count = len(domains)
-    of_node = np.full(len(snap), count, dtype=np.intp)  # `count`: in no domain
-    for index, domain in enumerate(domains):
-        if domain is None:
-            of_node[:] = index
-        else:
-            of_node[domain.nodes] = index
-    width = len(snap.columns)
-
-    def per_domain(values: np.ndarray) -> np.ndarray:
-        """Sum a per-node matrix (or vector) over each domain."""
-        if values.ndim == 1:
-            return np.bincount(of_node, weights=values, minlength=count + 1)[:count]
-        out = np.zeros((count + 1, values.shape[1]), dtype=np.float64)
-        np.add.at(out, of_node, values)
-        return out[:count]
-
-    free = np.clip(snap.allocatable - snap.requested, 0, None)
-    alloc = per_domain(snap.allocatable.astype(np.float64))
-    used = per_domain(snap.requested.astype(np.float64))
-    asked = np.stack(vectors).sum(axis=0).astype(np.float64)
-    pods = np.zeros(count, dtype=np.float64)
-    distinct: dict[bytes, int] = {}
-    for vector in vectors:
-        distinct[vector.tobytes()] = distinct.get(vector.tobytes(), 0) + 1
-    for raw, members in distinct.items():
-        request = np.frombuffer(raw, dtype=np.int64)
-        cols = np.flatnonzero(request)
-        slots = (free[:, cols] // request[cols]).min(axis=1).astype(np.float64)
-        pods += np.minimum(per_domain(slots), members)
-    weights = _weights(cls, snap, config)
-    lacking = (asked[None, :] > 0) & (alloc <= 0)
-    names = {col: name for name, col in snap.columns.items()}
-    bounds: list[_Bound] = []
-    for index in range(count):
-        missing = np.flatnonzero(lacking[index, :width])
-        if missing.size:
-            bounds.append(_Bound(pods=0, score=0.0, lacks=names[int(missing[0])]))
-            continue
-        score = _most_allocated(used[index] + asked, alloc[index], weights)
-        bounds.append(_Bound(pods=int(pods[index]), score=score))
-    return bounds
-
-
-def _most_allocated(used: np.ndarray, alloc: np.ndarray, weights: Mapping[int, float]) -> float:
-    total = sum(weights.values())
-    if not total:
-        return 0.0
-    score = 0.0
-    for col, weight in weights.items():
-        if alloc[col] > 0:
-            score += weight * min(float(used[col]) / float(alloc[col]), 1.0)
-    return round(100.0 * score / total, 6)
-
-
-def _score(
+def _held(
     classes: Sequence[ConstraintClass],
-    candidate: _Candidate,
-    result: CycleResult,
+    options: Sequence[Sequence[Domain | None]],
     snap: Snapshot,
-    config: TopologyConfig,
-) -> float:
-    """MostAllocated over each class's domain with the placement assumed, summed."""
-    total = 0.0
-    for cls, domain in zip(classes, candidate.domains, strict=True):
-        rows = domain.nodes if domain is not None else slice(None)
-        used = snap.requested[rows].sum(axis=0)
-        alloc = snap.allocatable[rows].sum(axis=0)
-        total += _most_allocated(used, alloc, _weights(cls, snap, config))
-    return round(total, 6)
+) -> tuple[Domain, ...] | None:
+    """The domains (one per class) holding the members' nominated nodes, whatever their
+    bounds say now; None unless every class has one."""
+    held: list[Domain] = []
+    for cls, domains in zip(classes, options, strict=True):
+        nodes = {
+            snap.index[pod.nominated_node_name]
+            for pod in cls.pending
+            if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
+        }
+        found = next((d for d in domains if d is not None and any(d.mask[n] for n in nodes)), None)
+        if found is None:
+            return None
+        held.append(found)
+    return tuple(held)
 
 
 def _nominated(
@@ -467,67 +463,3 @@ def _nominated(
         ):
             return candidate
     return None
-
-
-def _skip(report: TopologyReport, rest: Sequence[_Candidate], why: str) -> None:
-    for candidate in rest:
-        report.trials.append(DomainTrial(candidate.name, NOT_EVALUATED, why))
-
-
-def _reason(result: CycleResult) -> str:
-    """The most common reason the failing member fit nowhere in the domain."""
-    if result.diagnosis is not None:
-        fit = result.diagnosis.fit
-        if fit.pre_filter:
-            return fit.pre_filter
-        reasons = [(n, r) for r, n in fit.reasons.items() if not is_domain_reason(r)]
-        if reasons:
-            return max(reasons, key=lambda item: (item[0], item[1]))[1]
-    return "the members do not fit together"
-
-
-def _level_message(
-    classes: Sequence[ConstraintClass],
-    options: Sequence[Sequence[Domain | None]],
-    report: TopologyReport,
-) -> str:
-    """One line per class of failure: "3 domains too small (r1, r2, r3); 2 domains: ..."."""
-    keys = sorted({d.key for domains in options for d in domains if d is not None})
-    names = {d.name for domains in options for d in domains if d is not None}
-    by_reason: dict[str, list[str]] = {}
-    for trial in report.trials:
-        if trial.outcome == FEASIBLE or not (set(trial.domain.split(" + ")) & names):
-            continue
-        text = trial.reason if trial.outcome != NOT_EVALUATED else f"not evaluated ({trial.reason})"
-        by_reason.setdefault(text, []).append(trial.domain)
-    total = len(names)
-    parts = []
-    for text, domains in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])):
-        shown = ", ".join(domains[:3]) + (
-            f" and {len(domains) - 3} more" if len(domains) > 3 else ""
-        )
-        noun = "domain" if len(domains) == 1 else "domains"
-        parts.append(f"{len(domains)} {noun} {text} ({shown})")
-    pods = sum(len(c.pending) for c in classes)
-    return (
-        f"topology: no domain of {', '.join(keys)} fits the group ({total} candidate(s), "
-        f"{pods} pending pod(s)): " + "; ".join(parts)
-    )
-
-
-def _no_domain_message(
-    classes: Sequence[ConstraintClass],
-    keys: Sequence[str | None],
-    options: Sequence[Sequence[Domain | None]],
-) -> str:
-    missing = [key for key, domains in zip(keys, options, strict=True) if not domains]
-    return f"topology: no node has the label {', '.join(str(k) for k in missing)}"
-
-
-def _unschedulable(
-    gang: Gang, summaries: Sequence[str], failure: CycleResult | None
-) -> CycleResult:
-    result = failure or CycleResult(Code.UNSCHEDULABLE)
-    result.code = Code.UNSCHEDULABLE
-    result.message = "; then ".join(summaries) if summaries else "topology: no candidate domain"
-    return result

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.dra.state import DraState
-from gangsched.core.model import Node, PodGroup
+from gangsched.core.model import HostPort, Node, PodGroup, Taint
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.core.topology.placement import TopologyConfig
 from gangsched.core.topology.request import TopologyRequest
@@ -34,11 +34,15 @@ ZONE = "example.com/zone"
 
 
 def racks(
-    layout: dict[str, int], cpu: int = 2, *, labels: dict[str, str] | None = None
+    layout: dict[str, int],
+    cpu: int = 2,
+    *,
+    labels: dict[str, str] | None = None,
+    extra: dict[str, int] | None = None,
 ) -> list[Node]:
     """Nodes <rack>-<i> with `cpu` CPUs each, labelled with their rack (and `labels`)."""
     return [
-        node(f"{rack}-{i}", cpu, labels={RACK: rack, **(labels or {})})
+        node(f"{rack}-{i}", cpu, labels={RACK: rack, **(labels or {})}, extra=extra)
         for rack, count in layout.items()
         for i in range(count)
     ]
@@ -89,9 +93,10 @@ def test_every_member_in_one_domain_even_when_spreading_would_fit() -> None:
 
 
 def test_unschedulable_message_names_domain_classes() -> None:
+    # Three racks with one GPU each (too small for two members of one GPU), two without any.
     nodes = [
-        *racks({"a": 1, "b": 1, "c": 1}),
-        *[node(f"g{i}", 8, labels={RACK: f"gpu{i}"}) for i in range(2)],
+        *racks({"a": 1, "b": 1, "c": 1}, extra={"nvidia.com/gpu": 1}),
+        *racks({"d": 1, "e": 1}),
     ]
     members = gang_pods("g", 2, memory=None, extra={"nvidia.com/gpu": 1})
     state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
@@ -99,16 +104,85 @@ def test_unschedulable_message_names_domain_classes() -> None:
     report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
     assert report.result != SCHEDULED
     assert "topology: no domain of example.com/rack fits the group" in report.message
-    assert "5 domains lacks nvidia.com/gpu" in report.message
+    assert (
+        "3 racks too small (at most 1 of the 2 pod(s) needed fit by free capacity: "
+        "example.com/rack=a, example.com/rack=b, example.com/rack=c)"
+    ) in report.message
+    assert "2 racks lack nvidia.com/gpu (example.com/rack=d, example.com/rack=e)" in (
+        report.message
+    )
 
 
 def test_too_small_domains_are_reported_with_their_capacity() -> None:
-    nodes = racks({"a": 1, "b": 1})
-    members = gang_pods("g", 3, memory=None)
-    state = cluster(nodes, members, [constrained("g", 3, required=RACK)])
+    nodes = racks({"a": 1, "b": 2})
+    members = gang_pods("g", 5, memory=None)
+    state = cluster(nodes, members, [constrained("g", 5, required=RACK)])
     sched = Scheduler(state)
     report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
-    assert "2 domains too small: at most 2 pod(s) fit by free capacity" in report.message
+    # One class for both racks, with the larger rack's figure; each rack's own in the trials.
+    assert "2 racks too small (at most 4 of the 5 pod(s) needed" in report.message
+    assert report.topology is not None
+    assert {t.domain: t.reason for t in report.topology.trials} == {
+        "example.com/rack=a": "too small: at most 2 pod(s) fit by free capacity",
+        "example.com/rack=b": "too small: at most 4 pod(s) fit by free capacity",
+    }
+
+
+def test_domains_the_members_may_not_use_never_spend_the_budget() -> None:
+    # Forty CPU racks and one GPU-pool rack the members select: the forty are dropped by the
+    # node filters before any cycle runs, however small the evaluation budget.
+    nodes = [
+        *racks({f"r{i:02}": 1 for i in range(40)}, labels={"pool": "cpu"}),
+        *racks({"zz": 2}, labels={"pool": "gpu"}),
+    ]
+    members = gang_pods("g", 2, memory=None, node_selector={"pool": "gpu"})
+    state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
+    sched = Scheduler(state)
+    sched.placer.topology = TopologyConfig(max_evaluations=1)  # type: ignore[attr-defined]
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result == SCHEDULED, report.message
+    assert {rack_of(state, p.key) for p in members} == {"zz"}
+    assert report.topology is not None
+    assert len(report.topology.evaluations) == 1
+    filtered = [t for t in report.topology.trials if t.outcome == "filtered"]
+    assert len(filtered) == 40
+    assert filtered[0].reason == (
+        "no node the members may use: node(s) didn't match Pod's node affinity/selector"
+    )
+
+
+def test_cordoned_and_tainted_racks_are_named_in_the_message() -> None:
+    taint = Taint("dedicated", "infra", "NoSchedule")
+    nodes = [
+        *[node(f"a-{i}", 2, labels={RACK: "a"}, unschedulable=True) for i in range(2)],
+        *[node(f"b-{i}", 2, labels={RACK: "b"}, taints=[taint]) for i in range(2)],
+        *[node(f"c-{i}", 2, labels={RACK: "c"}, taints=[taint]) for i in range(2)],
+    ]
+    members = gang_pods("g", 2, memory=None)
+    state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
+    sched = Scheduler(state)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result != SCHEDULED
+    assert (
+        "2 racks have no node the members may use: node(s) had untolerated taint "
+        "{dedicated: infra} (example.com/rack=b, example.com/rack=c)"
+    ) in report.message
+    assert (
+        "1 rack has no node the members may use: node(s) were unschedulable (example.com/rack=a)"
+    ) in report.message
+
+
+def test_a_rack_with_one_usable_node_is_still_a_candidate() -> None:
+    # Half of rack a is cordoned: the bound counts the other half, which holds the gang.
+    nodes = [
+        node("a-0", 2, labels={RACK: "a"}, unschedulable=True),
+        node("a-1", 4, labels={RACK: "a"}),
+        node("b-0", 1, labels={RACK: "b"}),
+    ]
+    members = gang_pods("g", 3, memory=None)
+    state = cluster(nodes, members, [constrained("g", 3, required=RACK)])
+    run(state)
+    assert {state.pods[p.key].node_name for p in members} == {"a-1"}
 
 
 def test_nodes_without_the_label_are_never_used() -> None:
@@ -191,15 +265,47 @@ def test_nominated_domain_is_evaluated_first() -> None:
 
 
 def test_budget_bounds_the_evaluations() -> None:
-    nodes = racks({f"r{i:02}": 1 for i in range(40)})
-    members = gang_pods("g", 2, memory=None, extra={"example.com/special": 1})
-    state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
+    # Every rack passes the capacity bound, and every cycle fails on a host port a running pod
+    # holds: with a budget of 3, three racks are evaluated and the others are named as skipped.
+    port = (HostPort("TCP", "", 9000),)
+    nodes = racks({f"r{i:02}": 1 for i in range(40)}, cpu=4)
+    holders = [
+        pod(f"holder-{i:02}", 1, memory=None, node_name=f"r{i:02}-0", host_ports=port)
+        for i in range(40)
+    ]
+    members = gang_pods("g", 2, memory=None, host_ports=port)
+    state = cluster(nodes, [*holders, *members], [constrained("g", 1, required=RACK)])
     sched = Scheduler(state)
-    sched.config.topology = TopologyConfig(max_evaluations=3)
-    sched.placer.topology = sched.config.topology  # type: ignore[attr-defined]
+    sched.placer.topology = TopologyConfig(max_evaluations=3)  # type: ignore[attr-defined]
     report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
     assert report.result != SCHEDULED
-    assert "lacks example.com/special" in report.message
+    assert report.topology is not None
+    assert len(report.topology.evaluations) == 3
+    assert "3 racks do not hold the members together: node(s) didn't have free ports" in (
+        report.message
+    )
+    assert "37 racks not evaluated, the evaluation budget was spent" in report.message
+
+
+def test_percentage_of_domains_stops_after_enough_feasible_ones() -> None:
+    # Ten racks of two 4-CPU nodes; four members share a host port, so a rack places two
+    # (minMember) although its capacity bound promises four. Each feasible rack's score then
+    # stays below the next rack's bound, and only the percentage (20: two feasible racks)
+    # ends the search.
+    port = (HostPort("TCP", "", 9000),)
+    nodes = racks({f"r{i}": 2 for i in range(10)}, cpu=4)
+    members = gang_pods("g", 4, memory=None, host_ports=port)
+    state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
+    sched = Scheduler(state)
+    sched.placer.topology = TopologyConfig(percentage_of_domains=20)  # type: ignore[attr-defined]
+    gang = sched.gang(members[0].group)  # type: ignore[arg-type]
+    result = sched.placer.place(gang, state.snapshot)
+    assert result.topology is not None
+    outcomes = [t.outcome for t in result.topology.trials]
+    assert outcomes == ["feasible"] * 2 + ["not-evaluated"] * 8
+    assert {t.reason for t in result.topology.trials[2:]} == {"the evaluation budget was spent"}
+    assert (result.topology.key, result.topology.value) == (RACK, "r0")
+    assert len(result.placements) == 2
 
 
 def test_tightest_feasible_domain_is_found_without_evaluating_all() -> None:

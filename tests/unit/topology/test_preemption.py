@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+import gangsched.core.preemption.domains as topology_domains
+from gangsched.core.decisions import Evict
 from gangsched.core.model import DisruptionMode, Node, Pod, PodGroup
+from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import cluster, group, node, pod
 from tests.unit.preemption.drive import BOTH, preempt, preemptor_gang, settle, victims
@@ -153,3 +158,104 @@ def test_remnants_of_a_broken_gang_go_before_breaking_another() -> None:
     state = cluster(nodes, [*running, *members], [*groups, constrained("g", 1)])
     outcome, _ = preempt(state, members[0].group)  # type: ignore[arg-type]
     assert len(victims(outcome)) == 1 and victims(outcome)[0].startswith("broken-")
+
+
+def reserved_state(*, evicted: bool, squatter: bool = False) -> tuple[Scheduler, list[Pod]]:
+    """Members nominated to rack a, where their two victims are terminating (or gone, with
+    `evicted`); rack b empty. With `squatter`, a higher-priority pod holds a-0."""
+    nodes = racks({"a": 2, "b": 2})
+    running = [] if evicted else [low(f"v{i}", f"a-{i}", 2, terminating=True) for i in range(2)]
+    if squatter:
+        running.append(low("squatter", "a-0", 2, priority=500))
+    members = [
+        pod(f"g-{i}", 2, memory=None, group="g", priority=100, created=100.0, nominated=f"a-{i}")
+        for i in range(2)
+    ]
+    state = cluster(nodes, [*running, *members], [constrained("g", 2)])
+    return Scheduler(state), members
+
+
+def test_a_later_cycle_waits_for_the_victims_in_its_reserved_domain() -> None:
+    """Rack b fits now, but the preemption paid for rack a: the gang waits there (and says
+    so) instead of taking room another gang may need, as issue 14 asks."""
+    sched, members = reserved_state(evicted=False)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result != SCHEDULED
+    assert report.message.startswith(
+        "topology: waiting for 2 preemption victim(s) to leave example.com/rack=a, "
+        "the domain reserved for the group"
+    )
+    assert all(sched.cluster.pods[p.key].node_name is None for p in members)
+    assert not any(isinstance(d, Evict) for d in report.decisions)
+
+
+def test_once_the_victims_are_gone_the_gang_binds_in_its_reserved_domain() -> None:
+    sched, members = reserved_state(evicted=True)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result == SCHEDULED
+    assert {sched.cluster.pods[p.key].node_name for p in members} == {"a-0", "a-1"}
+
+
+def test_a_reserved_domain_that_can_no_longer_hold_the_gang_is_left() -> None:
+    """A higher-priority pod took a-0: even with the victims gone rack a is too small, so
+    the gang goes where it fits."""
+    sched, members = reserved_state(evicted=False, squatter=True)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result == SCHEDULED, report.message
+    assert {sched.cluster.pods[p.key].node_name for p in members} == {"b-0", "b-1"}
+
+
+def test_preemption_searches_only_domains_the_members_may_use() -> None:
+    """Twenty CPU racks full of low pods, one GPU-pool rack where only high pods run: the
+    members select the GPU pool, so no CPU rack is searched or loses a pod."""
+    nodes = [
+        *[node(f"c{i:02}-0", 2, labels={RACK: f"c{i:02}", "pool": "cpu"}) for i in range(20)],
+        node("gpu-0", 2, labels={RACK: "gpu", "pool": "gpu"}),
+    ]
+    running = [low(f"lo{i:02}", f"c{i:02}-0", 2) for i in range(20)]
+    running.append(low("hi", "gpu-0", 2, priority=500))
+    members = [
+        pod(
+            "g-1",
+            2,
+            memory=None,
+            group="g",
+            priority=100,
+            created=100.0,
+            node_selector={"pool": "gpu"},
+        )
+    ]
+    state = cluster(nodes, [*running, *members], [constrained("g", 1)])
+    outcome, _ = preempt(state, members[0].group)  # type: ignore[arg-type]
+    assert not outcome.victims
+    # Only the GPU rack is a candidate, and no victim set can free it: without the node
+    # filters, the twenty CPU racks would have been searched (and emptied for nothing).
+    assert outcome.message.endswith(
+        "(1 domain(s) cannot hold the group even without every lower-priority pod)"
+    ), outcome.message
+
+
+def test_upstream_choice_is_found_for_a_gang_with_a_preferred_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the domain budget, upstream's domain still gets its turn; with a preferred
+    (finer) level the placement is reported in a rack, and the zone holding it must be found."""
+    zone = "example.com/zone"
+    seen: list[str | None] = []
+    original = topology_domains._upstream_choice
+
+    def spy(*args: object) -> object:
+        found = original(*args)  # type: ignore[arg-type]
+        seen.append(None if found is None else found.name)
+        return found
+
+    monkeypatch.setattr(topology_domains, "_upstream_choice", spy)
+    nodes = [node(f"n{z:02}", 2, labels={zone: f"z{z:02}", RACK: f"r{z:02}"}) for z in range(20)]
+    running = [low(f"v{z:02}", f"n{z:02}", 2) for z in range(20)]
+    g = group("g", 1, priority=100)
+    g.topology = TopologyRequest(required=zone, preferred=(RACK,))
+    members = [pod("g-1", 2, memory=None, group="g", priority=100, created=100.0)]
+    state = cluster(nodes, [*running, *members], [g])
+    outcome, _ = preempt(state, g.ref)
+    assert len(outcome.victims) == 1
+    assert seen and seen[0] is not None and seen[0].startswith(f"{zone}=z"), seen

@@ -85,8 +85,10 @@ spec:
     assert not result["bound"]
     group = result["podGroups"]["default/train"]
     assert group["topology"] == {"key": RACK, "value": None}
-    assert "1 domain too small: at most 6 pod(s) fit by free capacity" in group["message"]
-    assert "1 domain too small: at most 4 pod(s) fit by free capacity" in group["message"]
+    assert (
+        "2 racks too small (at most 6 of the 7 pod(s) needed fit by free capacity: "
+        f"{RACK}=ra, {RACK}=rb)"
+    ) in group["message"]
 
 
 def test_unconstrained_groups_have_no_topology_entry(tmp_path: Path) -> None:
