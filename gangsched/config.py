@@ -91,6 +91,10 @@ class Topology(_Strict):
     preemptionDomains: int = Field(16, ge=1)
     #: A domain with at most this many potential victim units is solved exactly.
     exactVictimUnits: int = Field(16, ge=0)
+    #: The exact search's budget per domain: victim sets expanded, and real-cycle checks of
+    #: the sets that pass the capacity bound. Past either, the heuristics' answer stands.
+    exactExpansions: int = Field(2000, ge=1)
+    exactVerifications: int = Field(64, ge=1)
 
 
 class LeaderElection(_Strict):
@@ -143,6 +147,8 @@ class Config(_Strict):
             topology=TopologyPreemptionConfig(
                 max_domains=self.topology.preemptionDomains,
                 exact_units=self.topology.exactVictimUnits,
+                exact_expansions=self.topology.exactExpansions,
+                exact_verifications=self.topology.exactVerifications,
             ),
         )
 

@@ -11,10 +11,12 @@ verified set is not searched. The domain upstream would pick is therefore search
 no cheaper (past the `max_domains` budget it is searched regardless), and `kep` on it is
 upstream's answer, so the result is never costlier than upstream's.
 
-Where a domain has few potential victims, `exact_search` finds the true minimum: a best-first
-search over victim sets ordered by their cost (the cost order is monotone: adding a victim
+Where a domain has few potential victims (`exact_units`), `exact_search` always runs after
+the heuristics and finds the true minimum by the whole cost order: a best-first search over
+victim sets ordered by their cost (the order is monotone: adding a victim adds a pod, so it
 never makes a set cheaper), each checked by a capacity bound and then by the real cycle; the
-first set that places as many members as removing every victim does is optimal.
+first set that places as many members as removing every victim does is optimal, and the
+heuristics' answer is the incumbent that ends the search as soon as nothing queued is cheaper.
 """
 
 from __future__ import annotations
@@ -155,14 +157,11 @@ def preempt_across_domains(
         mark = problem.mark()
         try:
             found = search(problem)
-            if len(table.units) <= config.exact_units and (
-                isinstance(found, CannotHelp)
-                or (found.cost.max_priority, found.cost.disrupted) > bound
-                or found.cost.pdb_violations
-            ):
-                exact = exact_search(problem, domain, config)
+            if len(table.units) <= config.exact_units:
+                incumbent = found if isinstance(found, Candidate) else None
+                exact = exact_search(problem, domain, config, incumbent=incumbent)
                 if exact is not None and (
-                    isinstance(found, CannotHelp) or _rank(exact, snap) < _rank(found, snap)
+                    incumbent is None or _rank(exact, snap) < _rank(incumbent, snap)
                 ):
                     found = exact
         finally:
@@ -304,10 +303,17 @@ def _domain_table(table: VictimTable, mask: BoolVector) -> VictimTable:
 
 # ------------------------------------------------------------------------ exact search
 def exact_search(
-    problem: Problem, domain: Domain, config: TopologyPreemptionConfig
+    problem: Problem,
+    domain: Domain,
+    config: TopologyPreemptionConfig,
+    *,
+    incumbent: Candidate | None = None,
 ) -> Candidate | None:
     """The cheapest verified victim set in the domain, by best-first search over sets in
-    cost order; None when the budget ran out first (the heuristics' answer stands)."""
+    cost order (branch and bound: a set no cheaper than `incumbent`, the heuristics'
+    answer, ends the search, since every set still queued costs at least as much). None
+    when the incumbent is already the minimum, or the budget ran out first (the heuristics'
+    answer stands)."""
     units = problem.units
     full = problem.verify(units, "exact", problem.potential_pods)
     if full is None:
@@ -336,7 +342,9 @@ def exact_search(
     verifications = expansions = 0
     seen: set[tuple[int, ...]] = set()
     while heap:
-        _, chosen = heapq.heappop(heap)
+        cost, chosen = heapq.heappop(heap)
+        if incumbent is not None and cost >= incumbent.cost:
+            return None
         if chosen in seen:
             continue
         seen.add(chosen)
