@@ -196,16 +196,18 @@ class Kube:
         *,
         query: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
         ok: Callable[[int], bool] = lambda s: 200 <= s < 300,
         timeout: float = 60.0,
     ) -> Any:
-        """Send one request; return the decoded JSON body (or text). Raise KubeError if not ok."""
+        """Send one request; return the decoded JSON body (or text). Raise KubeError if not ok.
+        `accept` asks for another rendering (a meta.k8s.io Table, as kubectl get prints)."""
         params = list(query.items()) if isinstance(query, Mapping) else list(query or [])
         resp = await self.api.call_api(
             path,
             method.upper(),
             query_params=params,
-            header_params={"Content-Type": content_type, "Accept": "application/json"},
+            header_params={"Content-Type": content_type, "Accept": accept},
             body=body,
             auth_settings=["BearerToken"],
             _preload_content=False,

@@ -84,7 +84,7 @@ async def test_upstream_gang_too_big_for_every_rack_says_so(env: Env) -> None:
         await env.create_pod(
             env.pod(f"big-{i}", cpu="2", extra_spec={"schedulingGroup": {"podGroupName": "big"}})
         )
-    expected = "2 domains too small: at most 2 pod(s) fit by free capacity"
+    expected = "2 racks too small (at most 2 of the 3 pod(s) needed fit by free capacity"
     # Wait for the verdict on the whole gang (an earlier one, while members were still
     # arriving on a loaded machine, may name the topology with other counts).
     group = await env.kube.wait_for_object(
@@ -125,6 +125,30 @@ async def test_sigs_topology_is_validated_and_immutable(env: Env) -> None:
     with pytest.raises(KubeError) as removed:
         await env.kube.patch(f"{path}/fixed", {"spec": {"topology": None}})
     assert "topology is immutable" in str(removed.value)
+    await env.kube.create(path, env.pod_group("free", 2))
+    with pytest.raises(KubeError) as added:
+        await env.kube.patch(f"{path}/free", {"spec": {"topology": {"required": RACK}}})
+    assert "topology is immutable" in str(added.value)
+
+
+async def test_kubectl_get_shows_the_required_and_preferred_levels(env: Env) -> None:
+    """The printer columns, as the API server renders them for `kubectl get` (a Table):
+    Topology (required) by default, Preferred in the wide output (priority 1)."""
+    path = f"/apis/{SIGS}/namespaces/{env.ns}/podgroups"
+    zone = "topology.kubernetes.io/zone"
+    await env.kube.create(
+        path, env.pod_group("levels", 2, topology={"required": zone, "preferred": RACK})
+    )
+    table = await env.kube.request(
+        "GET",
+        f"{path}/levels",
+        accept="application/json;as=Table;v=v1;g=meta.k8s.io",
+    )
+    columns = {c["name"]: (i, c["priority"]) for i, c in enumerate(table["columnDefinitions"])}
+    assert columns["Topology"][1] == 0 and columns["Preferred"][1] == 1
+    cells = table["rows"][0]["cells"]
+    assert cells[columns["Topology"][0]] == zone
+    assert cells[columns["Preferred"][0]] == RACK
 
 
 NETWORK_TOPOLOGY_CRD: JSON = {
