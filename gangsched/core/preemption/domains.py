@@ -30,6 +30,7 @@ import numpy as np
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleConfig, Gang, GangPlacer
 from gangsched.core.framework import Framework
+from gangsched.core.model import Pod
 from gangsched.core.preemption.cost import (
     NO_VICTIMS,
     Cost,
@@ -159,7 +160,9 @@ def preempt_across_domains(
             found = search(problem)
             if len(table.units) <= config.exact_units:
                 incumbent = found if isinstance(found, Candidate) else None
-                exact = exact_search(problem, domain, config, incumbent=incumbent)
+                exact = exact_search(
+                    problem, domain, config, incumbent=incumbent, confined=cls.pending
+                )
                 if exact is not None and (
                     incumbent is None or _rank(exact, snap) < _rank(incumbent, snap)
                 ):
@@ -308,6 +311,7 @@ def exact_search(
     config: TopologyPreemptionConfig,
     *,
     incumbent: Candidate | None = None,
+    confined: Sequence[Pod] | None = None,
 ) -> Candidate | None:
     """The cheapest verified victim set in the domain, by best-first search over sets in
     cost order (branch and bound: a set no cheaper than `incumbent`, the heuristics'
@@ -322,7 +326,17 @@ def exact_search(
     snap = problem.snap
     pending = problem.gang.pending
     target = len(pending) - floor
-    wants = np.sort(np.stack([snap.vector(p) for p in pending]), axis=0)[:target].sum(axis=0)
+    # The capacity check only counts members confined to the domain (`confined`, all of them
+    # by default): of a GangGroup's unconstrained parts, any may be placed elsewhere, so at
+    # least `target` minus their number must fit here. Counting them too would skip sets
+    # that work, and the search would then call a dearer set the minimum.
+    inside = list(pending if confined is None else confined)
+    least = max(0, target - (len(pending) - len(inside)))
+    wants = (
+        np.sort(np.stack([snap.vector(p) for p in inside]), axis=0)[:least].sum(axis=0)
+        if inside and least
+        else np.zeros(snap.allocatable.shape[1], dtype=np.int64)
+    )
     free = np.clip(snap.allocatable[domain.nodes] - snap.requested[domain.nodes], 0, None)
     free_total = free.sum(axis=0)
     in_domain = {int(n) for n in domain.nodes}

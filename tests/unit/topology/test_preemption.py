@@ -7,6 +7,7 @@ import pytest
 import gangsched.core.preemption.domains as topology_domains
 from gangsched.core.decisions import Evict
 from gangsched.core.model import DisruptionMode, Node, Pod, PodGroup
+from gangsched.core.preemption.engine import CannotHelp
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import cluster, group, node, pod
@@ -259,3 +260,28 @@ def test_upstream_choice_is_found_for_a_gang_with_a_preferred_level(
     outcome, _ = preempt(state, g.ref)
     assert len(outcome.victims) == 1
     assert seen and seen[0] is not None and seen[0].startswith(f"{zone}=z"), seen
+
+
+def test_exact_search_counts_only_the_members_confined_to_the_domain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A GangGroup: part a (one 1-CPU member) must sit in one rack, part b (one 4-CPU member)
+    may go anywhere and fits on an unlabelled node. With the heuristics switched off, the
+    exact search alone must find that one victim in rack r0 frees room for a; counting b's
+    4 CPUs against the rack's capacity would reject every set."""
+    monkeypatch.setattr(
+        "gangsched.core.preemption.preemptor.mincost_search",
+        lambda problem: CannotHelp("heuristics off for this test"),
+    )
+    nodes = [node("r0-0", 2, labels={RACK: "r0"}), node("big", 4)]
+    running = [low("old", "r0-0", 1, created=1.0), low("young", "r0-0", 1, created=2.0)]
+    part_a = group("a", 1, priority=100, gang_group=["a", "b"])
+    part_a.topology = TopologyRequest(required=RACK)
+    part_b = group("b", 1, priority=100, gang_group=["a", "b"])
+    members = [
+        pod("a-1", 1, memory=None, group="a", priority=100, created=100.0),
+        pod("b-1", 4, memory=None, group="b", priority=100, created=100.0),
+    ]
+    state = cluster(nodes, [*running, *members], [part_a, part_b])
+    outcome, _ = preempt(state, part_a.ref)
+    assert victims(outcome) == ["young"], outcome.message
