@@ -248,6 +248,9 @@ class Pod:
     #: Seconds since the epoch; orders members (first seen first) and victims (youngest first).
     created: float = 0.0
     terminating: bool = False
+    #: metadata.deletionTimestamp, seconds since the epoch: when the grace period ends and
+    #: the kubelet kills what still runs (None: not being deleted, or not known).
+    deleting_at: float | None = None
     group: GroupRef | None = None
     #: Members of a Koordinator annotation gang carry its definition themselves.
     gang_annotations: GangAnnotations | None = None

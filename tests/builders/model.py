@@ -79,6 +79,7 @@ def pod(
     created: float = 0.0,
     nominated: str | None = None,
     terminating: bool = False,
+    deleting_at: float | None = None,
     phase: str | None = None,
     node_selector: Mapping[str, str] | None = None,
     required_terms: Sequence[NodeSelectorTerm] | None = None,
@@ -120,7 +121,8 @@ def pod(
         spread=tuple(spread),
         host_ports=tuple(host_ports),
         created=created,
-        terminating=terminating,
+        terminating=terminating or deleting_at is not None,
+        deleting_at=deleting_at,
         group=ref(group, namespace, dialect) if group else None,
     )
 

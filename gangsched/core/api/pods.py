@@ -120,6 +120,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         spread=spread,
         created=created or 0.0,
         terminating=deleted is not None or meta.get("deletionTimestamp") is not None,
+        deleting_at=deleted,
         group=group,
         gang_annotations=gang_annotations,
         owner=owner,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gangsched.core.cycle import (
@@ -54,6 +54,11 @@ from gangsched.core.topology.messages import (
 )
 from gangsched.core.topology.report import FEASIBLE, INFEASIBLE, DomainTrial, TopologyReport
 from gangsched.core.topology.request import TopologyRequest
+
+#: Seconds past a victim's deletionTimestamp after which a gang stops waiting for it in its
+#: reserved domain: the kubelet kills a pod at that time, so one still there much later is
+#: on a node that is gone or stuck (as the node lifecycle controller would conclude).
+STUCK_AFTER = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +152,13 @@ class TopologyPlacer(GangPlacer):
         framework: Framework,
         config: CycleConfig | None = None,
         topology: TopologyConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(framework, config)
         self.topology = topology or TopologyConfig()
+        #: Wall-clock seconds, to tell a victim that is slow to go from one that never will.
+        self.clock = clock
 
     def place(self, gang: Gang, snap: Snapshot) -> CycleResult:
         classes = constraint_classes(gang)
@@ -378,6 +387,12 @@ class TopologyPlacer(GangPlacer):
         ]
         if not leaving:
             return None
+        now = self.clock()
+        if any(
+            pod.deleting_at is not None and now > pod.deleting_at + STUCK_AFTER
+            for pod, _ in leaving
+        ):
+            return None  # a victim past its grace period may never go (its node is gone)
         candidate = _Candidate(domains=held, bound_score=0.0, bound_pods=0)
         mark = snap.checkpoint()
         try:

@@ -55,6 +55,7 @@ def test_metadata_and_status_fields() -> None:
     assert pod.scheduler_name == "gangsched"
     assert pod.created == datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC).timestamp()
     assert pod.terminating
+    assert pod.deleting_at == datetime(2026, 1, 1, 0, 10, 0, tzinfo=UTC).timestamp()
     assert pod.phase == "Running"
     assert pod.nominated_node_name == "n2"
 

@@ -161,11 +161,20 @@ def test_remnants_of_a_broken_gang_go_before_breaking_another() -> None:
     assert len(victims(outcome)) == 1 and victims(outcome)[0].startswith("broken-")
 
 
-def reserved_state(*, evicted: bool, squatter: bool = False) -> tuple[Scheduler, list[Pod]]:
+def reserved_state(
+    *, evicted: bool, squatter: bool = False, deleting_at: float | None = None
+) -> tuple[Scheduler, list[Pod]]:
     """Members nominated to rack a, where their two victims are terminating (or gone, with
-    `evicted`); rack b empty. With `squatter`, a higher-priority pod holds a-0."""
+    `evicted`; `deleting_at`: their deletionTimestamp); rack b empty. With `squatter`, a
+    higher-priority pod holds a-0."""
     nodes = racks({"a": 2, "b": 2})
-    running = [] if evicted else [low(f"v{i}", f"a-{i}", 2, terminating=True) for i in range(2)]
+    running = (
+        []
+        if evicted
+        else [
+            low(f"v{i}", f"a-{i}", 2, terminating=True, deleting_at=deleting_at) for i in range(2)
+        ]
+    )
     if squatter:
         running.append(low("squatter", "a-0", 2, priority=500))
     members = [
@@ -173,7 +182,13 @@ def reserved_state(*, evicted: bool, squatter: bool = False) -> tuple[Scheduler,
         for i in range(2)
     ]
     state = cluster(nodes, [*running, *members], [constrained("g", 2)])
-    return Scheduler(state), members
+    sched = Scheduler(state)
+    sched.placer.clock = lambda: NOW  # type: ignore[attr-defined]
+    return sched, members
+
+
+#: The wall clock the placer sees in these tests.
+NOW = 1_000_000.0
 
 
 def test_a_later_cycle_waits_for_the_victims_in_its_reserved_domain() -> None:
@@ -195,6 +210,22 @@ def test_once_the_victims_are_gone_the_gang_binds_in_its_reserved_domain() -> No
     report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
     assert report.result == SCHEDULED
     assert {sched.cluster.pods[p.key].node_name for p in members} == {"a-0", "a-1"}
+
+
+def test_a_victim_long_past_its_grace_period_is_not_waited_for() -> None:
+    """Victims whose deletionTimestamp passed a minute ago may never go (their node is
+    gone): the gang stops holding out for rack a and binds where it fits."""
+    sched, members = reserved_state(evicted=False, deleting_at=NOW - 60)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result == SCHEDULED, report.message
+    assert {sched.cluster.pods[p.key].node_name for p in members} == {"b-0", "b-1"}
+
+
+def test_victims_within_their_grace_period_are_waited_for() -> None:
+    sched, members = reserved_state(evicted=False, deleting_at=NOW + 20)
+    report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
+    assert report.result != SCHEDULED
+    assert "waiting for 2 preemption victim(s)" in report.message
 
 
 def test_a_reserved_domain_that_can_no_longer_hold_the_gang_is_left() -> None:
