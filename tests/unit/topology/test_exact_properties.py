@@ -11,24 +11,22 @@ workload too many, or victims spread over a node too many); see `NEEDS_EXACT`.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import Gang
 from gangsched.core.model import DisruptionMode, PodGroup
 from gangsched.core.preemption import TopologyPreemptionConfig, build_preemptor
 from gangsched.core.preemption.cost import Cost, victim_cost
 from gangsched.core.preemption.pdb import BudgetIndex
-from gangsched.core.preemption.victims import VictimUnit, collect_victim_table, gang_priority
+from gangsched.core.preemption.victims import collect_victim_table, gang_priority
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.status import Code
-from gangsched.core.topology.placement import TopologyPlacer
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import SCHEDULER, budget, cluster, group, node, pod
+from tests.unit.topology.brute import cheapest_set
 
 RACK = "example.com/rack"
 PREEMPTOR = 100
@@ -170,29 +168,6 @@ def build(spec: Spec) -> tuple[ClusterState, PodGroup]:
     return state, gang
 
 
-def brute_force(
-    state: ClusterState, sched: Scheduler, g: Gang, units: list[VictimUnit]
-) -> Cost | None:
-    budgets = BudgetIndex(state.budgets.values())
-    snap = state.snapshot
-    placer = TopologyPlacer(sched.framework)
-    best: Cost | None = None
-    for size in range(1, len(units) + 1):
-        for chosen in itertools.combinations(units, size):
-            cost = victim_cost(chosen, 0, budgets)
-            if best is not None and cost >= best:
-                continue
-            mark = snap.checkpoint()
-            for unit in chosen:
-                for victim, where in unit.placed:
-                    snap.remove_at(victim, where)
-            result = placer.place(g, snap)
-            snap.rollback(mark)
-            if result.code is Code.SUCCESS and len(result.placements) == len(g.pending):
-                best = cost
-    return best
-
-
 def chosen_cost(spec: Spec, exact_units: int) -> tuple[Cost | None, Cost | None] | None:
     """(mincost's cost, brute force's minimum), or None when there is nothing to judge."""
     state, gang = build(spec)
@@ -206,7 +181,7 @@ def chosen_cost(spec: Spec, exact_units: int) -> tuple[Cost | None, Cost | None]
     units = collect_victim_table(g, state, gang_priority(g)).units
     if not units or len(units) > MAX_UNITS:
         return None
-    expected = brute_force(state, sched, g, units)
+    expected = cheapest_set(state, sched.framework, g, units)
     preemptor = build_preemptor(
         strategy="mincost",
         scheduler_name=SCHEDULER,

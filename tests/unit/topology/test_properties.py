@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, example, given, settings
@@ -28,9 +27,9 @@ from gangsched.core.scheduler import Scheduler
 from gangsched.core.status import Code
 from gangsched.core.topology.domain_filter import confined
 from gangsched.core.topology.domains import partition
-from gangsched.core.topology.placement import TopologyPlacer
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import SCHEDULER, cluster, group, node, pod
+from tests.unit.topology.brute import cheapest_set
 
 RACK = "example.com/rack"
 PREEMPTOR = 100
@@ -139,24 +138,7 @@ def test_placement_keeps_members_in_one_rack_and_agrees_with_brute_force(spec: S
 def _brute_force_cost(state: ClusterState, sched: Scheduler, gang: PodGroup) -> Cost | None:
     g = sched.gang(gang.ref)
     units = collect_victim_table(g, state, gang_priority(g)).units
-    budgets = BudgetIndex(state.budgets.values())
-    snap = state.snapshot
-    placer = TopologyPlacer(sched.framework)
-    best: Cost | None = None
-    for size in range(1, len(units) + 1):
-        for chosen in itertools.combinations(units, size):
-            cost = victim_cost(chosen, 0, budgets)
-            if best is not None and cost >= best:
-                continue
-            mark = snap.checkpoint()
-            for unit in chosen:
-                for victim, where in unit.placed:
-                    snap.remove_at(victim, where)
-            result = placer.place(g, snap)
-            snap.rollback(mark)
-            if result.code is Code.SUCCESS and len(result.placements) == len(g.pending):
-                best = cost
-    return best
+    return cheapest_set(state, sched.framework, g, units)
 
 
 # Two equal victims, run0 older than run1: mincost evicts the younger; kep's dry run places by
