@@ -22,6 +22,7 @@ from gangsched.core.framework import Framework
 from gangsched.core.model import GroupRef
 from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.topology.bounds import usable_nodes
 from gangsched.core.topology.domain_filter import confined
 from gangsched.core.topology.domains import Domain, partition
 from gangsched.core.topology.placement import TopologyPlacer
@@ -35,8 +36,11 @@ def candidate_domains(
     snap: Snapshot,
     parts: dict[GroupRef, GangMember],
     outer: BoolVector | None,
+    framework: Framework,
 ) -> list[Domain]:
-    """The domains of `node`'s key worth trying, tightest first (module doc)."""
+    """The domains of `node`'s key worth trying, tightest first (module doc). Capacity is
+    counted only on nodes some pending member of the subtree may use (the node-static
+    filters), so domains nothing may run in neither qualify nor use up the budget."""
     assert node.composite is not None and node.composite.topology_key is not None
     domains = list(partition(snap, node.composite.topology_key).domains)
     if outer is not None:
@@ -47,10 +51,12 @@ def candidate_domains(
         domains = [d for d in domains if all(bool(d.mask[i]) for i in pinned)]
     need = _minimum_demand(leaves, snap)
     free = np.clip(snap.allocatable - snap.requested, 0, None)
+    usable = usable_nodes(framework, [pod for part in leaves for pod in part.pending], snap)
     scored = []
     for domain in domains:
         rows = domain.mask & outer if outer is not None else domain.mask
-        if (free[rows].sum(axis=0) < need).any():
+        rows = rows & usable
+        if not rows.any() or (free[rows].sum(axis=0) < need).any():
             continue
         fraction = _allocated_after(snap, rows, need)
         scored.append((-fraction, domain.name, domain))

@@ -172,7 +172,9 @@ class TreePlacement:
         pending = sum(len(part.pending) for part in self.gang.parts)
         mark = self.snap.checkpoint()
         best: tuple[int, int] | None = None  # (pods placed, candidate index)
-        candidates = candidate_domains(root, self.snap, self.parts, self.outer)
+        candidates = candidate_domains(
+            root, self.snap, self.parts, self.outer, self.placer.framework
+        )
 
         def attempt(index: int) -> CycleResult:
             domain = candidates[index]
@@ -351,7 +353,9 @@ class TreePlacement:
             at.satisfied[node.ref] = False
             at.messages[node.ref] = spread_message(node, node.composite.topology_key, spread)
             return False
-        candidates = candidate_domains(node, self.snap, self.parts, self.outer)
+        candidates = candidate_domains(
+            node, self.snap, self.parts, self.outer, self.placer.framework
+        )
         pending = sum(len(part.pending) for part in parts)
         mark = self.snap.checkpoint()
 

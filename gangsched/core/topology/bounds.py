@@ -73,8 +73,27 @@ def resource_weights(
 def eligible_nodes(
     framework: Framework, pending: Sequence[Pod], snap: Snapshot
 ) -> list[tuple[Pod, BoolVector]]:
-    """Each pending member with the nodes it may ever use (see `Framework.node_eligible`)."""
-    return [(pod, framework.node_eligible(pod, snap)) for pod in pending]
+    """Each pending member with the nodes it may ever use (see `Framework.node_eligible`),
+    computed once per distinct node-level spec: a gang's members mostly share one."""
+    seen: dict[tuple[object, str], BoolVector] = {}
+    out: list[tuple[Pod, BoolVector]] = []
+    for pod in pending:
+        key = (pod.constraints, pod.os_name)
+        mask = seen.get(key)
+        if mask is None:
+            mask = seen[key] = framework.node_eligible(pod, snap)
+        out.append((pod, mask))
+    return out
+
+
+def usable_nodes(framework: Framework, pending: Sequence[Pod], snap: Snapshot) -> BoolVector:
+    """The nodes at least one of the pending members may use (all nodes when none pend)."""
+    usable: BoolVector = np.zeros(len(snap), dtype=np.bool_)
+    if not pending:
+        usable[:] = True
+    for _, eligible in eligible_nodes(framework, pending, snap):
+        usable |= eligible
+    return usable
 
 
 def capacity_bounds(

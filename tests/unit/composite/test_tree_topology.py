@@ -205,3 +205,31 @@ def test_a_sub_level_takes_the_domain_that_holds_more_of_its_children() -> None:
     reports = run(state)
     assert [r.result for r in reports] == [SCHEDULED], reports[0].message
     assert placed_nodes(state) == {"g0-0": "n0", "g1-0": "n1"}
+
+
+def test_zones_no_member_may_use_do_not_use_up_the_domain_budget() -> None:
+    """Forty CPU zones (all emptier, so tighter-looking, than none) and one GPU zone the
+    members select: the forty are not candidates at all, so the GPU zone is tried although
+    it comes last of 41 by name and only 32 zones are tried per level."""
+    job = cpg("job", 1)
+    job.topology_key = ZONE
+    a = leaf("a", 2, parent="job")
+    cluster_nodes = [
+        node(f"c{i:02}", cpu=2, labels={ZONE: f"c{i:02}", "pool": "cpu"}) for i in range(40)
+    ]
+    cluster_nodes.append(node("gpu", cpu=2, labels={ZONE: "zz", "pool": "gpu"}))
+    pods = [
+        pod(
+            f"a-{i}",
+            group="a",
+            dialect=Dialect.UPSTREAM,
+            cpu=1,
+            created=float(i),
+            node_selector={"pool": "gpu"},
+        )
+        for i in range(2)
+    ]
+    state = tree_cluster(cluster_nodes, pods, [a], [job])
+    reports = run(state)
+    assert reports[0].result == SCHEDULED, reports[0].message
+    assert {p.node_name for p in state.pods.values()} == {"gpu"}
