@@ -42,6 +42,11 @@ class Spec:
     running: tuple[tuple[int, int, int, int, int | None], ...]
     members: int
     member_cpu: int
+    #: Per node (racks flattened in order): its `pool` label ("" none) and whether it is
+    #: cordoned; empty: plain nodes. The members select `selector` when set. These let the
+    #: node-static filters drop racks, which brute force must agree with.
+    pools: tuple[tuple[str, bool], ...] = ()
+    selector: str | None = None
 
 
 @st.composite
@@ -63,7 +68,19 @@ def specs(draw: st.DrawFn) -> Spec:
                 draw(st.one_of(st.none(), st.integers(0, 2))),
             )
         )
-    return Spec(racks, tuple(running), draw(st.integers(1, 4)), draw(st.integers(1, 2)))
+    count = sum(len(r) for r in racks)
+    pools = tuple(
+        (draw(st.sampled_from(["", "a", "b"])), draw(st.booleans()))
+        for _ in range(count if draw(st.booleans()) else 0)
+    )
+    return Spec(
+        racks,
+        tuple(running),
+        draw(st.integers(1, 4)),
+        draw(st.integers(1, 2)),
+        pools,
+        draw(st.sampled_from([None, "a", "b"])) if pools else None,
+    )
 
 
 def build(spec: Spec) -> tuple[ClusterState, PodGroup]:
@@ -72,6 +89,10 @@ def build(spec: Spec) -> tuple[ClusterState, PodGroup]:
         for r, cpus in enumerate(spec.racks)
         for n, cpu in enumerate(cpus)
     ]
+    for i, (pool, cordoned) in enumerate(spec.pools):
+        if pool:
+            nodes[i].labels["pool"] = pool
+        nodes[i] = dataclasses.replace(nodes[i], unschedulable=cordoned)
     groups: list[PodGroup] = [
         group(f"v{i}", 1, priority=10, mode=DisruptionMode.ALL) for i in range(2)
     ]
@@ -98,7 +119,15 @@ def build(spec: Spec) -> tuple[ClusterState, PodGroup]:
     gang = group("g", spec.members, priority=PREEMPTOR)
     gang.topology = TopologyRequest(required=RACK)
     members = [
-        pod(f"g-{i}", spec.member_cpu, memory=None, group="g", priority=PREEMPTOR, created=100.0)
+        pod(
+            f"g-{i}",
+            spec.member_cpu,
+            memory=None,
+            group="g",
+            priority=PREEMPTOR,
+            created=100.0,
+            node_selector={"pool": spec.selector} if spec.selector else None,
+        )
         for i in range(spec.members)
     ]
     return cluster(nodes, [*running, *members], [*groups, gang]), gang
