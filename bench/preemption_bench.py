@@ -290,7 +290,9 @@ def cost_of(outcome: PreemptionOutcome, state: ClusterState, pending: int) -> Co
         max_priority=max((victim_priority(p, state) for p in pods), default=NO_VICTIMS),
         disrupted=len(pods) + stranded_by(pods, state),
         pods=len(pods),
-        groups=len({p.group for p in pods if p.group is not None}),
+        # Workloads, as cost.py counts them: each PodGroup once, each lone pod once.
+        groups=len({p.group for p in pods if p.group is not None})
+        + sum(1 for p in pods if p.group is None),
         nodes=len({p.node_name for p in pods}),
         oldest_start=-min((p.created for p in pods), default=0.0),
         total_start=-sum(p.created for p in pods),

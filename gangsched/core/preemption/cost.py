@@ -13,7 +13,9 @@ The order, documented for users (docs and `mincost` use the same definition):
    5-pod gang 5, and one more pod of a gang already below its quorum costs 1 (a gang is a
    workload, as upstream's DisruptionMode All and Koordinator's job preemption have it);
 5. fewest pods evicted;
-6. fewest PodGroups disrupted (an All-mode group, or a group losing any Single-mode pod);
+6. fewest workloads disrupted: a PodGroup losing any pod (an All-mode group whole) counts
+   once, and a lone pod is a workload of its own (issue 14: disrupting one 2-pod job beats
+   disrupting two lone pods);
 7. fewest nodes disrupted: with the same victims' count, disruption packed on fewer nodes
    (the members share the capacity one node frees, as Koordinator's job preemption packs them
    and kube-scheduler's victim-aware scoring reuses a victim's leftover capacity);
@@ -49,6 +51,7 @@ class Cost:
     disrupted: int
     #: Pods evicted.
     pods: int
+    #: Workloads disrupted (see `workloads`).
     groups: int
     #: Nodes holding at least one victim pod.
     nodes: int
@@ -69,18 +72,29 @@ class Cost:
 def victim_cost(units: Iterable[VictimUnit], unplaced: int, budgets: BudgetIndex) -> Cost:
     chosen = list(units)
     pods = [pod for unit in chosen for pod in unit.pods]
-    groups = set().union(*(unit.groups for unit in chosen)) if chosen else set()
     return Cost(
         unplaced=unplaced,
         pdb_violations=budgets.violations(pods),
         max_priority=max((unit.priority for unit in chosen), default=NO_VICTIMS),
         disrupted=len(pods) + stranded_members(chosen),
         pods=len(pods),
-        groups=len(groups),
+        groups=workloads(chosen),
         nodes=len({node for unit in chosen for node in unit.nodes}),
         oldest_start=-min((pod.created for pod in pods), default=0.0),
         total_start=-sum(pod.created for pod in pods),
     )
+
+
+def workloads(units: Iterable[VictimUnit]) -> int:
+    """Workloads the units disrupt: each PodGroup they touch once, each lone pod once."""
+    refs: set[GroupRef] = set()
+    lone = 0
+    for unit in units:
+        if unit.groups:
+            refs.update(unit.groups)
+        else:
+            lone += 1
+    return len(refs) + lone
 
 
 def stranded_members(units: Iterable[VictimUnit]) -> int:

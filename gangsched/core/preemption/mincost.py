@@ -5,7 +5,7 @@ gone) and then only reprieves around it; when that placement sits on an expensiv
 a whole All-mode group, while another node needed one cheap pod, it evicts the group. mincost
 generates candidates that steer the placement away from costly victims and picks the cheapest
 by the order documented in `cost.py` (most members placed, fewest PDB violations, lowest
-highest-victim priority, fewest pods, fewest groups, youngest victims).
+highest-victim priority, fewest pods disrupted and evicted, fewest workloads, youngest victims).
 
 Candidates, each verified by the real cycle before it is costed:
 

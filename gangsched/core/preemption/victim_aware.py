@@ -38,6 +38,7 @@ import numpy as np
 from gangsched.core.cycle import CycleResult, member_order
 from gangsched.core.framework import PodContext
 from gangsched.core.model import GroupRef, HostPort, Pod
+from gangsched.core.preemption.cost import workloads
 from gangsched.core.preemption.engine import Problem
 from gangsched.core.preemption.victims import VictimUnit, importance_key
 from gangsched.core.status import Code
@@ -218,12 +219,11 @@ class _Placer:
             return FREE
         problem = self.problem
         pods = [pod for unit in units for pod in unit.pods]
-        groups = {group for unit in units for group in unit.groups}
         return (
             problem.budgets.violations(pods),
             max(unit.priority for unit in units),
             len(pods),
-            len(groups),
+            workloads(units),
         )
 
     def _choose(self, units: Sequence[VictimUnit]) -> None:

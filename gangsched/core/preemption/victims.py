@@ -326,7 +326,7 @@ def costliest_key(unit: VictimUnit, violating: frozenset[int]) -> tuple[object, 
         unit.index not in violating,
         -unit.priority,
         -unit.size,
-        -len(unit.groups),
+        -(len(unit.groups) or 1),  # a lone pod is a workload of its own
         unit.created,
         unit.key,
     )
@@ -338,7 +338,7 @@ def cheapest_key(unit: VictimUnit, violating: frozenset[int]) -> tuple[object, .
         unit.index in violating,
         unit.priority,
         unit.size,
-        len(unit.groups),
+        len(unit.groups) or 1,
         -unit.created,
         unit.key,
     )

@@ -401,3 +401,25 @@ def test_equal_victims_on_the_nominated_node_are_preferred(strategy: str) -> Non
     assert outcome.started
     assert nominations(outcome) == {"g-2": "n1"}
     assert victims(outcome) == ["old-2"]
+
+
+# ------------------------------------------------------------------------ workloads
+@pytest.mark.parametrize("min_member", [1, 2])
+def test_one_two_pod_job_is_cheaper_than_two_lone_pods(min_member: int) -> None:
+    """Issue 14's cost order: a workload is a PodGroup or a lone pod, so with the same pods
+    disrupted and evicted, one 2-pod job (node n0) goes rather than two lone pods (n1),
+    whichever the job's minMember. Found missing in session 10: the lone pods counted as no
+    workload at all, and no candidate took the job alone."""
+    state = cluster(
+        [node("n0", 2), node("n1", 2)],
+        [
+            pod("job-0", 1, memory=None, node_name="n0", priority=LOW, group="job", created=5),
+            pod("job-1", 1, memory=None, node_name="n0", priority=LOW, group="job", created=5),
+            pod("lone-0", 1, memory=None, node_name="n1", priority=LOW, created=5),
+            pod("lone-1", 1, memory=None, node_name="n1", priority=LOW, created=5),
+            *preemptor_gang("g", 2, 1),
+        ],
+        [group("job", min_member, priority=LOW), group("g", 2, priority=HIGH)],
+    )
+    outcome, _ = preempt(state, ref("g"), MINCOST)
+    assert victims(outcome) == ["job-0", "job-1"], outcome.message

@@ -54,6 +54,10 @@ def test_victim_units_and_priorities() -> None:
     assert units["default/s-1"].groups == (ref("single"),)
     assert units["default/solo"].groups == ()
     assert [u.index for u in collect_victims(gang, state, 50)] == [0, 1, 2]
+    # Workloads disrupted: the lone pod is one, the Single-mode PodGroup one, the All group one.
+    everything = victim_cost(units.values(), 0, BudgetIndex([]))
+    assert everything.groups == 3
+    assert victim_cost([units["default/solo"]], 0, BudgetIndex([])).groups == 1
 
 
 def test_all_group_members_on_unknown_nodes_are_evicted_with_it() -> None:
