@@ -118,6 +118,11 @@ class PreferredNodeTerm:
     term: NodeSelectorTerm
 
 
+#: Seconds past a pod's deletionTimestamp after which it counts as stuck terminating (see
+#: `Pod.stuck_terminating`; the node lifecycle controller's view of an unreachable node).
+STUCK_AFTER = 30.0
+
+
 @dataclass(frozen=True, slots=True)
 class NodeConstraints:
     """Everything that decides a pod's eligible nodes from node labels, name and taints alone.
@@ -292,6 +297,12 @@ class Pod:
     @property
     def is_finished(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
+
+    def stuck_terminating(self, now: float) -> bool:
+        """Still here `STUCK_AFTER` seconds past its deletionTimestamp (`now`: wall clock):
+        the kubelet kills a pod at that time, so one still here is on a node that is gone
+        or not responding, and may never leave. Nobody should wait for it."""
+        return self.deleting_at is not None and now > self.deleting_at + STUCK_AFTER
 
     @property
     def holds_resources(self) -> bool:

@@ -119,7 +119,7 @@ def preempt_across_domains(
         if any(cheapest is None or (bounds[d.name] or _LOST) <= cheapest for d in beyond):
             # Past the budget, upstream's choice (every victim removed, the best-scored
             # domain) still gets its turn unless its bound lost: never costlier than it.
-            upstream = _upstream_choice(gang, base, snap, domains)
+            upstream = _upstream_choice(gang, cls, base, snap, domains)
             if upstream is not None and upstream in beyond:
                 yield upstream
 
@@ -160,8 +160,21 @@ def preempt_across_domains(
             found = search(problem)
             if len(table.units) <= config.exact_units:
                 incumbent = found if isinstance(found, Candidate) else None
+                # Where the heuristics' answer already meets the domain's bound on priority
+                # and pods disrupted, only the later keys of the order can improve: a tenth
+                # of the budget looks for that, so a rack of equal pods (where proving the
+                # tie-breaks optimal takes thousands of sets) costs little.
+                thorough = (
+                    incumbent is None
+                    or (incumbent.cost.max_priority, incumbent.cost.disrupted) > bound
+                    or incumbent.cost.pdb_violations > 0
+                )
                 exact = exact_search(
-                    problem, domain, config, incumbent=incumbent, confined=cls.pending
+                    problem,
+                    domain,
+                    config if thorough else _light(config),
+                    incumbent=incumbent,
+                    confined=cls.pending,
                 )
                 if exact is not None and (
                     incumbent is None or _rank(exact, snap) < _rank(incumbent, snap)
@@ -270,7 +283,7 @@ def _bounds(
 
 
 def _upstream_choice(
-    gang: Gang, base: Problem, snap: Snapshot, domains: Sequence[Domain]
+    gang: Gang, cls: ConstraintClass, base: Problem, snap: Snapshot, domains: Sequence[Domain]
 ) -> Domain | None:
     """The domain upstream's TAS preemption picks: every lower-priority pod removed, the
     best-scored feasible placement."""
@@ -284,9 +297,11 @@ def _upstream_choice(
         snap.rollback(mark)
     if result.code is not Code.SUCCESS:
         return None
-    # The required-level domain holding the placement: with a preferred level as well, the
-    # report names the finer domain the placement was found in, which lies inside this one.
-    placed = {node for _, node in result.placements}
+    # The required-level domain holding the constrained members' placement: with a
+    # preferred level as well, the report names the finer domain the placement was found
+    # in, which lies inside this one; a GangGroup's unconstrained parts may be anywhere.
+    mine = {id(pod) for pod in cls.pending}
+    placed = {node for pod, node in result.placements if id(pod) in mine}
     return next((d for d in domains if placed and all(d.mask[n] for n in placed)), None)
 
 
@@ -305,6 +320,14 @@ def _domain_table(table: VictimTable, mask: BoolVector) -> VictimTable:
 
 
 # ------------------------------------------------------------------------ exact search
+def _light(config: TopologyPreemptionConfig) -> TopologyPreemptionConfig:
+    return replace(
+        config,
+        exact_expansions=max(1, config.exact_expansions // 10),
+        exact_verifications=max(1, config.exact_verifications // 8),
+    )
+
+
 def exact_search(
     problem: Problem,
     domain: Domain,
@@ -348,11 +371,44 @@ def exact_search(
         for unit in units
     ]
     budgets: BudgetIndex = problem.budgets
+    count = len(units)
+    # Per suffix of the units (a set's subtree adds only later ones): each resource freed,
+    # largest first and summed, and how many units may add nothing to pods disrupted (a
+    # member of a gang the set already broke) or to workloads (a pod of a group the set
+    # already touched).
+    matrix = np.array(freed, dtype=np.int64).reshape(count, len(free_total))
+    most = [np.cumsum(-np.sort(-matrix[j:], axis=0), axis=0) for j in range(count + 1)]
+    quorum_after = [sum(1 for u in units[j:] if u.quorum is not None) for j in range(count + 1)]
+    grouped_after = [sum(1 for u in units[j:] if u.groups) for j in range(count + 1)]
 
-    def lower_bound(chosen: tuple[int, ...]) -> Cost:
-        return victim_cost((units[i] for i in chosen), floor, budgets)
+    def lower_bound(chosen: tuple[int, ...]) -> Cost | None:
+        """A bound on every set of the subtree that frees enough capacity (None: none
+        does): the set's cost, plus the fewest units still needed for the capacity, each
+        adding a pod, and a pod disrupted or a workload unless it may add none."""
+        cost = victim_cost((units[i] for i in chosen), floor, budgets)
+        release = sum((freed[i] for i in chosen), np.zeros_like(free_total))
+        short = wants - free_total - release
+        missing = np.flatnonzero(short > 0)
+        if not missing.size:
+            return cost
+        start = chosen[-1] + 1 if chosen else 0
+        sums = most[start]
+        if not len(sums) or bool(np.any(sums[-1, missing] < short[missing])):
+            return None
+        needed = 1 + max(
+            int(np.searchsorted(sums[:, d], short[d], side="left")) for d in missing.tolist()
+        )
+        return replace(
+            cost,
+            pods=cost.pods + needed,
+            disrupted=cost.disrupted + max(0, needed - quorum_after[start]),
+            groups=cost.groups + max(0, needed - grouped_after[start]),
+        )
 
-    heap: list[tuple[Cost, tuple[int, ...]]] = [(lower_bound(()), ())]
+    root = lower_bound(())
+    if root is None:
+        return None
+    heap: list[tuple[Cost, tuple[int, ...]]] = [(root, ())]
     verifications = expansions = 0
     seen: set[tuple[int, ...]] = set()
     while heap:
@@ -376,5 +432,7 @@ def exact_search(
         start = chosen[-1] + 1 if chosen else 0
         for i in range(start, len(units)):
             grown = (*chosen, i)
-            heapq.heappush(heap, (lower_bound(grown), grown))
+            bound = lower_bound(grown)
+            if bound is not None and (incumbent is None or bound < incumbent.cost):
+                heapq.heappush(heap, (bound, grown))
     return None

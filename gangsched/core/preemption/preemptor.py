@@ -228,7 +228,10 @@ class WorkloadPreemptor:
 
 def terminating_victims(gang: Gang, cluster: ClusterState, priority: int) -> int:
     """Lower-priority pods still terminating on the nodes the gang is nominated to: the
-    victims of an earlier preemption for it (upstream's check before preempting again)."""
+    victims of an earlier preemption for it (upstream's check before preempting again).
+    As upstream, however long they take: a pod stuck on a lost node is the node lifecycle
+    controller's and pod GC's to clear (Koordinator's conformance case of an old
+    terminating pod expects no preemption either)."""
     snap = cluster.snapshot
     nodes = {
         snap.index[pod.nominated_node_name]

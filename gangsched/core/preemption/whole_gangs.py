@@ -110,8 +110,8 @@ def one_gang(problem: Problem, *, probes: int = 8) -> Candidate | None:
     Each workload in reach (a gang's members, or every pod of a PodGroup whose pods strand
     nobody) is tried alone first, then with the members that strand nobody (lone pods,
     remnants, spare members) added; the victims not needed around the placement found are
-    then given back. Alone, when it places the gang, is never dearer: the reprieve gives
-    back whatever of the workload the placement does not need."""
+    then given back. The first that places the gang is the candidate; mincost compares it
+    with the others by the cost order, so a cheaper set of lone pods still wins."""
     violating = problem.violating
     every = atoms(problem.units)
     cheap = [a for a in every if len(a.units) == 1 and a.disrupted == a.units[0].size]

@@ -58,7 +58,9 @@ def _count(number: int, word: str) -> str:
     return f"{number} {word}" if number == 1 else f"{number} {word}s"
 
 
-def _line(outcome: str, cause: str, trials: Sequence[DomainTrial], word: str, need: int) -> str:
+def _line(
+    outcome: str, cause: str, trials: Sequence[DomainTrial], word: str, need: int | None
+) -> str:
     names = [t.domain for t in trials]
     shown = ", ".join(names[:SHOWN]) + (
         f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
@@ -67,10 +69,8 @@ def _line(outcome: str, cause: str, trials: Sequence[DomainTrial], word: str, ne
     counted = _count(len(trials), word)
     if outcome == TOO_SMALL:
         most = max(t.placed for t in trials)
-        return (
-            f"{counted} too small (at most {most} of the {need} pod(s) needed fit by free "
-            f"capacity: {shown})"
-        )
+        of = f" of the {need} pod(s) needed" if need is not None else ""
+        return f"{counted} too small (at most {most}{of} fit by free capacity: {shown})"
     if outcome == LACKS:
         return f"{counted} {'lack' if many else 'lacks'} {cause} ({shown})"
     if outcome == FILTERED:
@@ -88,9 +88,11 @@ def level_message(
     options: Sequence[Sequence[Domain | None]],
     report: TopologyReport,
     pending: int,
-    need: int,
+    need: int | None,
 ) -> str:
-    """The failure of one level: a line per (outcome, cause), the commonest first."""
+    """The failure of one level: a line per (outcome, cause), the commonest first. `need`:
+    the members that must fit in one domain (None when several classes of a GangGroup each
+    need their own, and a figure per domain combination would mislead)."""
     names = {d.name for domains in options for d in domains if d is not None}
     word = noun(keys[0]) if len(keys) == 1 else "domain"
     classes: dict[tuple[str, str], list[DomainTrial]] = {}

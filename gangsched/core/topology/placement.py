@@ -55,11 +55,6 @@ from gangsched.core.topology.messages import (
 from gangsched.core.topology.report import FEASIBLE, INFEASIBLE, DomainTrial, TopologyReport
 from gangsched.core.topology.request import TopologyRequest
 
-#: Seconds past a victim's deletionTimestamp after which a gang stops waiting for it in its
-#: reserved domain: the kubelet kills a pod at that time, so one still there much later is
-#: on a node that is gone or stuck (as the node lifecycle controller would conclude).
-STUCK_AFTER = 30.0
-
 
 @dataclass(frozen=True, slots=True)
 class TopologyConfig:
@@ -200,7 +195,9 @@ class TopologyPlacer(GangPlacer):
                 summaries.append(no_domain_message(missing))
                 continue
             result = self._search(gang, snap, classes, options, report)
-            if result.code is not Code.UNSCHEDULABLE:
+            if result.code is not Code.UNSCHEDULABLE or report.waiting:
+                # Waiting for its reserved domain ends the search: climbing to the next level
+                # would place the gang around the victims, split across the finer domains.
                 return result
             last_failure = result
             summaries.append(result.message)
@@ -290,6 +287,7 @@ class TopologyPlacer(GangPlacer):
             waiting = self._waiting_for_victims(gang, classes, held, snap)
             if waiting is not None:
                 report.trials.append(DomainTrial(_name(held), INFEASIBLE, waiting, waiting))
+                report.waiting = True
                 return CycleResult(Code.UNSCHEDULABLE, message=waiting)
         nominated = _nominated(classes, candidates, snap)
         if nominated is not None:
@@ -353,7 +351,7 @@ class TopologyPlacer(GangPlacer):
                 options=options,
                 report=report,
                 pending=sum(len(c.pending) for c in classes),
-                need=sum(c.need for c in classes),
+                need=classes[0].need if len(classes) == 1 else None,
             )
             return failure
         _, chosen, result = best
@@ -378,20 +376,24 @@ class TopologyPlacer(GangPlacer):
         than taking room elsewhere that another gang may need; it moves on only when the
         domain can no longer hold it. None when there is nothing to wait for."""
         priority = min(pod.priority for cls in classes for pod in cls.pending)
+        # The victims an earlier cycle chose: lower-priority pods terminating on the nodes the
+        # members are nominated to (the preemptor's own test before it preempts again).
+        nominated = {
+            snap.index[pod.nominated_node_name]
+            for cls in classes
+            for pod in cls.pending
+            if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
+        }
         leaving = [
-            (pod, int(node))
-            for domain in held
-            for node in domain.nodes
-            for pod in snap.node_pods[int(node)].values()
+            (pod, node)
+            for node in sorted(nominated)
+            for pod in snap.node_pods[node].values()
             if pod.terminating and pod.priority < priority
         ]
         if not leaving:
             return None
         now = self.clock()
-        if any(
-            pod.deleting_at is not None and now > pod.deleting_at + STUCK_AFTER
-            for pod, _ in leaving
-        ):
+        if any(pod.stuck_terminating(now) for pod, _ in leaving):
             return None  # a victim past its grace period may never go (its node is gone)
         candidate = _Candidate(domains=held, bound_score=0.0, bound_pods=0)
         mark = snap.checkpoint()

@@ -48,6 +48,8 @@ class TopologyReport:
     #: Candidate domains generated (upstream's generated placements).
     generated: int = 0
     trials: list[DomainTrial] = field(default_factory=list)
+    #: The gang waits for the victims in its reserved domain (not placed, not failed).
+    waiting: bool = False
 
     @property
     def evaluations(self) -> list[DomainTrial]:

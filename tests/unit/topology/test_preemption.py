@@ -7,10 +7,11 @@ import pytest
 import gangsched.core.preemption.domains as topology_domains
 from gangsched.core.decisions import Evict
 from gangsched.core.model import DisruptionMode, Node, Pod, PodGroup
+from gangsched.core.preemption import build_preemptor
 from gangsched.core.preemption.engine import CannotHelp
 from gangsched.core.scheduler import SCHEDULED, Scheduler
 from gangsched.core.topology.request import TopologyRequest
-from tests.builders import cluster, group, node, pod
+from tests.builders import SCHEDULER, cluster, group, node, pod
 from tests.unit.preemption.drive import BOTH, preempt, preemptor_gang, settle, victims
 
 RACK = "example.com/rack"
@@ -316,3 +317,63 @@ def test_exact_search_counts_only_the_members_confined_to_the_domain(
     state = cluster(nodes, [*running, *members], [part_a, part_b])
     outcome, _ = preempt(state, part_a.ref)
     assert victims(outcome) == ["young"], outcome.message
+
+
+def test_waiting_at_a_preferred_level_does_not_climb_around_the_victims() -> None:
+    """Preferred rack (within a required block, or alone): the members are nominated to rack
+    a, where a victim is still terminating. Climbing to the block (or the whole cluster)
+    would place them on a-1 and b-0, split across racks; the gang waits for rack a."""
+    block = "example.com/block"
+    for required in (block, None):
+        nodes = [node(f"{r}-{i}", 2, labels={RACK: r, block: "x"}) for r in "ab" for i in range(2)]
+        running = [low("v0", "a-0", 2, terminating=True)]
+        members = [
+            pod(
+                f"g-{i}", 2, memory=None, group="g", priority=100, created=100.0, nominated=f"a-{i}"
+            )
+            for i in range(2)
+        ]
+        g = group("g", 2, priority=100)
+        g.topology = TopologyRequest(required=required, preferred=(RACK,))
+        state = cluster(nodes, [*running, *members], [g])
+        sched = Scheduler(state)
+        report = sched.schedule(sched.gang(g.ref), 0.0)
+        assert report.result != SCHEDULED, (required, report.message)
+        assert "waiting for 1 preemption victim(s) to leave" in report.message
+        assert all(state.pods[p.key].node_name is None for p in members)
+
+
+def test_upstream_choice_places_only_the_constrained_part_of_a_gang_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Part a must sit in one rack, part b (4 CPU) lands on an unlabelled node: upstream's
+    domain is the rack holding a's members, wherever b goes."""
+    seen: list[str | None] = []
+    original = topology_domains._upstream_choice
+
+    def spy(*args: object) -> object:
+        found = original(*args)  # type: ignore[arg-type]
+        seen.append(None if found is None else found.name)
+        return found
+
+    monkeypatch.setattr(topology_domains, "_upstream_choice", spy)
+    nodes = [node(f"r{i}-0", 2, labels={RACK: f"r{i}"}) for i in range(3)] + [node("big", 4)]
+    running = [low(f"x{i}", f"r{i}-0", 2) for i in range(3)]
+    part_a = group("a", 1, priority=100, gang_group=["a", "b"])
+    part_a.topology = TopologyRequest(required=RACK)
+    part_b = group("b", 1, priority=100, gang_group=["a", "b"])
+    members = [
+        pod("a-1", 1, memory=None, group="a", priority=100, created=100.0),
+        pod("b-1", 4, memory=None, group="b", priority=100, created=100.0),
+    ]
+    state = cluster(nodes, [*running, *members], [part_a, part_b])
+    sched = Scheduler(
+        state,
+        preemptor=build_preemptor(
+            scheduler_name=SCHEDULER,
+            topology=topology_domains.TopologyPreemptionConfig(max_domains=1),
+        ),
+    )
+    report = sched.schedule(sched.gang(part_a.ref), 0.0)
+    assert report.preemption is not None and len(report.preemption.victims) == 1
+    assert seen and seen[0] is not None and seen[0].startswith(f"{RACK}=r"), seen
