@@ -13,6 +13,10 @@ Scenarios:
 (c) 500 small random clusters (4-8 nodes, up to 24 running pods, All and Single groups, a
     PDB), a gang of 2-5: kep vs mincost victims and cost, and how often mincost is strictly
     cheaper (it must never be costlier).
+(d) issue 14 at scale: 5,000 nodes in 250 racks of 20, full (lone pods and 8-pod Single
+    gangs); a 32-pod gang at 4 CPU constrained to one rack.
+(e) 64 racks of 4 nodes x 4 one-CPU lone pods; a 5-pod rack-constrained gang: the exact
+    search's ground (16 victim units per rack).
 
 "decision" is the time of `Preemptor.preempt` alone (victim collection, dry runs, reprieve,
 verification, decisions); the failing cycle before it is reported separately. Targets: (a)
@@ -53,6 +57,7 @@ from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import stranded_by, victim_priority
 from gangsched.core.scheduler import PreemptionOutcome, Scheduler
 from gangsched.core.status import Code
+from gangsched.core.topology.request import TopologyRequest
 
 MIB = 1024**2
 SCHED = "gangsched"
@@ -155,6 +160,81 @@ def shape_b() -> tuple[ClusterState, GroupRef]:
     group, members = _gang("gang", 64, 8000, 5000)
     state = ClusterState.build(
         scheduler_name=SCHED, nodes=nodes, pods=pods + members, groups=[*groups, group]
+    )
+    return state, group.ref
+
+
+RACK = "topology.example.com/rack"
+
+
+def _racked(name: str, cpu: int, rack: str) -> Node:
+    node = _node(name, cpu)
+    node.labels[RACK] = rack
+    return node
+
+
+def shape_d() -> tuple[ClusterState, GroupRef]:
+    """Issue 14 at scale: 5,000 nodes in 250 racks of 20, every node full (16 CPU of lone
+    pods and of 8-pod Single-mode gangs, minMember 8, kept inside a rack); a 32-pod gang at
+    4 CPU constrained to one rack must preempt in the cheapest rack (more than 16 victim
+    units per rack: the heuristics, domain bounds and the domain budget, no exact search)."""
+    n, per_rack = 5000, 20
+    nodes = [_racked(f"node-{i:05d}", 16000, f"rack-{i // per_rack:03d}") for i in range(n)]
+    rng = random.Random(11)
+    pods: list[Pod] = []
+    groups: list[PodGroup] = []
+    for rack in range(n // per_rack):
+        first = rack * per_rack
+        # Slots 0-1 of nodes 0-15 of the rack: four 8-pod gangs (a slot of 8 nodes each).
+        for g in range(4):
+            ref = GroupRef(Dialect.SIGS, "default", f"gang-{rack}-{g}")
+            groups.append(PodGroup(ref=ref, min_member=8, priority=rng.choice([0, 100])))
+            slot, start = g % 2, first + (g // 2) * 8
+            for k in range(8):
+                node = start + k
+                pods.append(
+                    _running(
+                        f"g-{node}-{slot}",
+                        f"node-{node:05d}",
+                        2000,
+                        0,
+                        float(rng.randrange(1_000_000)),
+                        group=ref,
+                    )
+                )
+        for node in range(first, first + per_rack):
+            for slot in range(2 if node - first < 16 else 0, 8):
+                pods.append(
+                    _running(
+                        f"p-{node}-{slot}",
+                        f"node-{node:05d}",
+                        2000,
+                        rng.choice([0, 100, 10000]),
+                        float(rng.randrange(1_000_000)),
+                    )
+                )
+    group, members = _gang("gang", 32, 4000, 5000)
+    group.topology = TopologyRequest(required=RACK)
+    state = ClusterState.build(
+        scheduler_name=SCHED, nodes=nodes, pods=pods + members, groups=[*groups, group]
+    )
+    return state, group.ref
+
+
+def shape_e() -> tuple[ClusterState, GroupRef]:
+    """Many small racks where the exact search runs: 64 racks of 4 nodes x 4 CPU, each node
+    full of four 1-CPU lone pods of one priority; a 5-pod rack-constrained gang (16 victim
+    units per rack: the search proves the heuristics' answer or betters it)."""
+    nodes = [_racked(f"node-{i:03d}", 4000, f"rack-{i // 4:02d}") for i in range(256)]
+    pods = [
+        _running(f"p-{i}-{k}", f"node-{i:03d}", 1000, 0, float(i * 4 + k))
+        for i in range(256)
+        for k in range(4)
+    ]
+    group, members = _gang("gang", 5, 1000, 1000)
+    group.topology = TopologyRequest(required=RACK)
+    state = ClusterState.build(
+        scheduler_name=SCHED, nodes=nodes, pods=pods + members, groups=[group]
     )
     return state, group.ref
 
@@ -362,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = bench_shape("a", shape_a, args.repeat)
     if not args.skip_b:
         rows += bench_shape("b", shape_b, args.repeat)
+        rows += bench_shape("d", shape_d, args.repeat)
+    rows += bench_shape("e", shape_e, args.repeat)
     header = (
         f"{'scenario':<8} {'strategy':<8} {'nodes':>6} {'running':>8} {'cycle ms':>9} "
         f"{'decide ms':>10} {'(min)':>7} {'victims':>8} {'groups':>7} {'nominated':>10}"
