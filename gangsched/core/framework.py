@@ -51,7 +51,9 @@ class FilterPlugin(Protocol):
         ...
 
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
-        """Why `node` was rejected: one or more reasons, each resolvable or not."""
+        """Why `node` was rejected: one or more reasons, each resolvable or not. A plugin
+        whose reason is the same for every node it rejects may also offer
+        `uniform_reason(ctx, snap) -> (reason, code)`; `diagnose` then counts at once."""
         ...
 
 
@@ -156,7 +158,20 @@ class Framework:
             if not plugin.applies(ctx, snap) or not remaining.any():
                 continue
             passed = plugin.filter(ctx, snap, remaining)
-            for node in np.flatnonzero(remaining & ~passed):
+            refused = np.flatnonzero(remaining & ~passed)
+            uniform = getattr(plugin, "uniform_reason", None)
+            if uniform is not None and refused.size:
+                # One reason for every node it rejects (a constant message): counted at once
+                # rather than asked node by node, thousands of times on a confined cycle.
+                reason, code = uniform(ctx, snap)
+                reasons[reason] += int(refused.size)
+                if code is Code.UNRESOLVABLE:
+                    unresolvable += int(refused.size)
+                else:
+                    resolvable[refused] = True
+                remaining = passed
+                continue
+            for node in refused:
                 explained = plugin.explain(ctx, snap, int(node)) or [
                     (plugin.name, Code.UNSCHEDULABLE)
                 ]

@@ -49,6 +49,9 @@ class NodeAffinity:
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
         return [(REASON, Code.UNRESOLVABLE)]
 
+    def uniform_reason(self, ctx: PodContext, snap: Snapshot) -> tuple[str, Code]:
+        return REASON, Code.UNRESOLVABLE
+
 
 class PreferredNodeAffinity:
     """Sum of the weights of matching preferred terms, normalised to 0..100 (max = 100)."""

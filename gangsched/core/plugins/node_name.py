@@ -27,3 +27,6 @@ class NodeName:
 
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
         return [(REASON, Code.UNRESOLVABLE)]
+
+    def uniform_reason(self, ctx: PodContext, snap: Snapshot) -> tuple[str, Code]:
+        return REASON, Code.UNRESOLVABLE

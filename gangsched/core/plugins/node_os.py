@@ -42,3 +42,6 @@ class NodeOS:
 
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
         return [(REASON, Code.UNRESOLVABLE)]
+
+    def uniform_reason(self, ctx: PodContext, snap: Snapshot) -> tuple[str, Code]:
+        return REASON, Code.UNRESOLVABLE

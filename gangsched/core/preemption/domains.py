@@ -307,7 +307,12 @@ def _upstream_choice(
 
 def _domain_table(table: VictimTable, mask: BoolVector) -> VictimTable:
     """The victims holding capacity in the domain (an All-mode group whole), re-indexed."""
-    chosen = [u for u in table.units if any(mask[node] for node in u.nodes)]
+    # One array lookup per victim pod rather than a Python test per unit and node.
+    hits: list[bool] = (
+        np.asarray(mask)[np.asarray(table.nodes, dtype=np.intp)].tolist() if table.nodes else []
+    )
+    present = {id(owner) for owner, hit in zip(table.owners, hits, strict=True) if hit}
+    chosen = [u for u in table.units if id(u) in present]
     copies = {id(u): replace(u, index=i) for i, u in enumerate(chosen)}
     owners, nodes, requests = [], [], []
     for owner, node, request in zip(table.owners, table.nodes, table.requests, strict=True):

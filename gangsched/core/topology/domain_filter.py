@@ -35,9 +35,12 @@ class DomainFilter:
         return result
 
     def explain(self, ctx: PodContext, snap: Snapshot, node: int) -> list[tuple[str, Code]]:
+        return [self.uniform_reason(ctx, snap)]
+
+    def uniform_reason(self, ctx: PodContext, snap: Snapshot) -> tuple[str, Code]:
         assert ctx.pod.group is not None
         reason = f"node(s) outside the topology domain {self.names[ctx.pod.group]}"
-        return [(reason, Code.UNRESOLVABLE)]
+        return reason, Code.UNRESOLVABLE
 
 
 def confined(
