@@ -9,7 +9,7 @@ histogram and telling preemption which nodes no eviction could fix.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -122,9 +122,8 @@ class Framework:
         per spec in the snapshot). Topology uses it to drop domains before any cycle runs."""
         ctx = PodContext(pod=pod, request=snap.vector(pod))
         mask: BoolVector = np.ones(len(snap), dtype=np.bool_)
-        for plugin in self.filters:
-            if getattr(plugin, "node_static", False) and plugin.applies(ctx, snap):
-                mask = plugin.filter(ctx, snap, mask)
+        for plugin in self._node_static(ctx, snap):
+            mask = plugin.filter(ctx, snap, mask)
         return mask
 
     def node_rejection(self, pod: Pod, snap: Snapshot, node: int) -> str | None:
@@ -132,13 +131,17 @@ class Framework:
         ctx = PodContext(pod=pod, request=snap.vector(pod))
         one: BoolVector = np.zeros(len(snap), dtype=np.bool_)
         one[node] = True
-        for plugin in self.filters:
-            if not (getattr(plugin, "node_static", False) and plugin.applies(ctx, snap)):
-                continue
+        for plugin in self._node_static(ctx, snap):
             if not plugin.filter(ctx, snap, one)[node]:
                 explained = plugin.explain(ctx, snap, node)
                 return explained[0][0] if explained else plugin.name
         return None
+
+    def _node_static(self, ctx: PodContext, snap: Snapshot) -> Iterator[FilterPlugin]:
+        """The `node_static` filters that apply to the pod, in order."""
+        for plugin in self.filters:
+            if getattr(plugin, "node_static", False) and plugin.applies(ctx, snap):
+                yield plugin
 
     def diagnose(self, ctx: PodContext, snap: Snapshot) -> Diagnosis:
         """Explain, node by node, why the pod fits nowhere (first rejecting plugin wins)."""

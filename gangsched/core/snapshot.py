@@ -205,6 +205,14 @@ class Snapshot:
     def node_of(self, pod: Pod) -> int | None:
         return None if pod.node_name is None else self.index.get(pod.node_name)
 
+    def nominated_nodes(self, pods: Iterable[Pod]) -> set[int]:
+        """The nodes the pods are nominated to (status.nominatedNodeName), known ones only."""
+        return {
+            self.index[pod.nominated_node_name]
+            for pod in pods
+            if pod.nominated_node_name is not None and pod.nominated_node_name in self.index
+        }
+
     def placed_at(self, pod: Pod) -> int | None:
         """The node this very pod object is placed on in the snapshot (assumed or bound)."""
         node = self.located.get(pod.key)

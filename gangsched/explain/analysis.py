@@ -371,13 +371,7 @@ def _preemption(
 def _terminating_victims(gang: Gang, cluster: ClusterState, priority: int) -> list[Victim]:
     """As the preemptor's check before preempting again, but naming the pods."""
     snap = cluster.snapshot
-    nodes = sorted(
-        {
-            snap.index[pod.nominated_node_name]
-            for pod in gang.pending
-            if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
-        }
-    )
+    nodes = sorted(snap.nominated_nodes(gang.pending))
     victims = []
     for node in nodes:
         for pod in sorted(snap.node_pods[node].values(), key=lambda p: p.key):

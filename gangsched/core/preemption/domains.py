@@ -246,11 +246,7 @@ def _order(
     by their cost bound, cheapest first: the search stops paying for a domain as soon as its
     bound loses to a verified set."""
     first: list[Domain] = []
-    nominated = {
-        snap.index[pod.nominated_node_name]
-        for pod in cls.pending
-        if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
-    }
+    nominated = snap.nominated_nodes(cls.pending)
     for domain in domains:
         if any(domain.mask[n] for n in nominated):
             first.append(domain)

@@ -233,11 +233,7 @@ def terminating_victims(gang: Gang, cluster: ClusterState, priority: int) -> int
     controller's and pod GC's to clear (Koordinator's conformance case of an old
     terminating pod expects no preemption either)."""
     snap = cluster.snapshot
-    nodes = {
-        snap.index[pod.nominated_node_name]
-        for pod in gang.pending
-        if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
-    }
+    nodes = snap.nominated_nodes(gang.pending)
     return sum(
         1
         for node in nodes

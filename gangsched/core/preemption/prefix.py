@@ -53,7 +53,7 @@ def cheapest_rows(problem: Problem) -> Rows:
         u_viol[list(problem.violating)] = 1
     u_prio = np.fromiter((u.priority for u in units), dtype=np.int64, count=count)
     u_size = np.fromiter((u.size for u in units), dtype=np.int64, count=count)
-    u_groups = np.fromiter((len(u.groups) or 1 for u in units), dtype=np.int64, count=count)
+    u_groups = np.fromiter((u.workload_count for u in units), dtype=np.int64, count=count)
     u_created = np.fromiter((u.created for u in units), dtype=np.float64, count=count)
     index = np.arange(count)
     # Cheapest first; the unit index (key order) breaks ties deterministically.

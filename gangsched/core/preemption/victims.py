@@ -74,6 +74,12 @@ class VictimUnit:
     def size(self) -> int:
         return len(self.pods)
 
+    @property
+    def workload_count(self) -> int:
+        """Workloads the unit disrupts on its own: its PodGroups, or 1 for a lone pod (a
+        workload of its own); `cost.workloads` counts a set's distinct ones."""
+        return len(self.groups) or 1
+
     def __repr__(self) -> str:
         return f"VictimUnit({self.key}, prio={self.priority}, pods={self.size})"
 
@@ -326,7 +332,7 @@ def costliest_key(unit: VictimUnit, violating: frozenset[int]) -> tuple[object, 
         unit.index not in violating,
         -unit.priority,
         -unit.size,
-        -(len(unit.groups) or 1),  # a lone pod is a workload of its own
+        -unit.workload_count,
         unit.created,
         unit.key,
     )
@@ -338,7 +344,7 @@ def cheapest_key(unit: VictimUnit, violating: frozenset[int]) -> tuple[object, .
         unit.index in violating,
         unit.priority,
         unit.size,
-        len(unit.groups) or 1,
+        unit.workload_count,
         -unit.created,
         unit.key,
     )

@@ -74,7 +74,8 @@ def eligible_nodes(
     framework: Framework, pending: Sequence[Pod], snap: Snapshot
 ) -> list[tuple[Pod, BoolVector]]:
     """Each pending member with the nodes it may ever use (see `Framework.node_eligible`),
-    computed once per distinct node-level spec: a gang's members mostly share one."""
+    computed once per distinct node-level spec: a gang's members mostly share one, and
+    members with the same spec get the same array object (callers group by its id)."""
     seen: dict[tuple[object, str], BoolVector] = {}
     out: list[tuple[Pod, BoolVector]] = []
     for pod in pending:
@@ -137,11 +138,11 @@ def capacity_bounds(
     usable = np.zeros(count, dtype=np.float64)  # members with a node they may use, per domain
     barred_by: list[tuple[Pod, BoolVector]] = []
     # Members alike in request and eligible nodes share one pass (a gang is mostly alike).
-    alike: dict[tuple[bytes, bytes], tuple[npt.NDArray[np.int64], BoolVector, Pod, int]] = {}
+    alike: dict[tuple[bytes, int], tuple[npt.NDArray[np.int64], BoolVector, Pod, int]] = {}
     for (pod, eligible), vector in zip(
         eligible_nodes(framework, pending, snap), vectors, strict=True
     ):
-        key = (vector.tobytes(), np.packbits(eligible).tobytes())
+        key = (vector.tobytes(), id(eligible))
         seen = alike.get(key)
         alike[key] = (vector, eligible, pod, (seen[3] if seen else 0) + 1)
     for request, eligible, pod, members in alike.values():
@@ -222,9 +223,9 @@ def domains_with_room(
     search (freeing capacity never helps a member no node of the domain admits)."""
     if not pending:
         return list(domains)
-    alike: dict[bytes, tuple[BoolVector, int]] = {}
+    alike: dict[int, tuple[BoolVector, int]] = {}
     for _, eligible in eligible_nodes(framework, pending, snap):
-        key = np.packbits(eligible).tobytes()
+        key = id(eligible)
         seen = alike.get(key)
         alike[key] = (eligible, (seen[1] if seen else 0) + 1)
     usable = np.zeros(len(domains), dtype=np.int64)

@@ -378,12 +378,7 @@ class TopologyPlacer(GangPlacer):
         priority = min(pod.priority for cls in classes for pod in cls.pending)
         # The victims an earlier cycle chose: lower-priority pods terminating on the nodes the
         # members are nominated to (the preemptor's own test before it preempts again).
-        nominated = {
-            snap.index[pod.nominated_node_name]
-            for cls in classes
-            for pod in cls.pending
-            if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
-        }
+        nominated = snap.nominated_nodes(pod for cls in classes for pod in cls.pending)
         leaving = [
             (pod, node)
             for node in sorted(nominated)
@@ -450,11 +445,7 @@ def _held(
     bounds say now; None unless every class has one."""
     held: list[Domain] = []
     for cls, domains in zip(classes, options, strict=True):
-        nodes = {
-            snap.index[pod.nominated_node_name]
-            for pod in cls.pending
-            if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
-        }
+        nodes = snap.nominated_nodes(cls.pending)
         found = next((d for d in domains if d is not None and any(d.mask[n] for n in nodes)), None)
         if found is None:
             return None
@@ -466,12 +457,7 @@ def _nominated(
     classes: Sequence[ConstraintClass], candidates: Sequence[_Candidate], snap: Snapshot
 ) -> _Candidate | None:
     """The candidate holding the members' nominated nodes (a previous preemption's choice)."""
-    nodes = {
-        snap.index[pod.nominated_node_name]
-        for cls in classes
-        for pod in cls.pending
-        if pod.nominated_node_name is not None and pod.nominated_node_name in snap.index
-    }
+    nodes = snap.nominated_nodes(pod for cls in classes for pod in cls.pending)
     if not nodes:
         return None
     for candidate in candidates:

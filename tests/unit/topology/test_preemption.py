@@ -268,12 +268,8 @@ def test_preemption_searches_only_domains_the_members_may_use() -> None:
     ), outcome.message
 
 
-def test_upstream_choice_is_found_for_a_gang_with_a_preferred_level(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Past the domain budget, upstream's domain still gets its turn; with a preferred
-    (finer) level the placement is reported in a rack, and the zone holding it must be found."""
-    zone = "example.com/zone"
+def spy_on_upstream_choice(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """Record the name of every domain `_upstream_choice` returns (None when it finds none)."""
     seen: list[str | None] = []
     original = topology_domains._upstream_choice
 
@@ -283,6 +279,16 @@ def test_upstream_choice_is_found_for_a_gang_with_a_preferred_level(
         return found
 
     monkeypatch.setattr(topology_domains, "_upstream_choice", spy)
+    return seen
+
+
+def test_upstream_choice_is_found_for_a_gang_with_a_preferred_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the domain budget, upstream's domain still gets its turn; with a preferred
+    (finer) level the placement is reported in a rack, and the zone holding it must be found."""
+    zone = "example.com/zone"
+    seen = spy_on_upstream_choice(monkeypatch)
     nodes = [node(f"n{z:02}", 2, labels={zone: f"z{z:02}", RACK: f"r{z:02}"}) for z in range(20)]
     running = [low(f"v{z:02}", f"n{z:02}", 2) for z in range(20)]
     g = group("g", 1, priority=100)
@@ -348,15 +354,7 @@ def test_upstream_choice_places_only_the_constrained_part_of_a_gang_group(
 ) -> None:
     """Part a must sit in one rack, part b (4 CPU) lands on an unlabelled node: upstream's
     domain is the rack holding a's members, wherever b goes."""
-    seen: list[str | None] = []
-    original = topology_domains._upstream_choice
-
-    def spy(*args: object) -> object:
-        found = original(*args)  # type: ignore[arg-type]
-        seen.append(None if found is None else found.name)
-        return found
-
-    monkeypatch.setattr(topology_domains, "_upstream_choice", spy)
+    seen = spy_on_upstream_choice(monkeypatch)
     nodes = [node(f"r{i}-0", 2, labels={RACK: f"r{i}"}) for i in range(3)] + [node("big", 4)]
     running = [low(f"x{i}", f"r{i}-0", 2) for i in range(3)]
     part_a = group("a", 1, priority=100, gang_group=["a", "b"])
