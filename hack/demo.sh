@@ -63,47 +63,29 @@ kubectl apply -f examples/demo/02-low-priority-pods.yaml
 kubectl wait --for condition=Ready --timeout=60s pod/lp-pod-1 pod/lp-pod-2 >/dev/null
 kubectl get pods -o wide
 
-# Record every change of the victims: kwok finalizes deletions within a second, so the
-# DisruptionTarget condition is shown from this watch rather than from a later GET.
-kubectl get pods --watch --output-watch-events -o json >"$CLUSTER_DIR/victims.json" 2>"$CLUSTER_DIR/watch.err" &
-WATCH_PID=$!
-sleep 1
-
 say "Step 3: submit a 2-pod high-priority gang (3 CPU per pod) that cannot fit"
-kubectl apply -f examples/demo/03-high-priority-job.yaml
-for pod in hp-worker-1 hp-worker-2; do
-  kubectl wait --for=jsonpath='{.status.nominatedNodeName}' --timeout=60s "pod/$pod" >/dev/null 2>&1 \
-    || kubectl wait --for=jsonpath='{.spec.nodeName}' --timeout=60s "pod/$pod" >/dev/null
+# A watch on the pods shows the preemption as it happens: the victims marked DisruptionTarget
+# and terminating, the members nominated, then bound and running (devtools/demo_timeline.py).
+# On kwok all of it takes about a second, so no `kubectl wait` on any one step could see them
+# all; the timeline ends when both members run and fails if a step was missing. The 120 s is
+# a guard for a broken scheduler, not a wait: a working run ends as soon as the gang runs.
+rm -f "$CLUSTER_DIR/watch.ready"
+"$PY" -m devtools.demo_timeline --members hp-worker-1,hp-worker-2 --victims lp-pod-1,lp-pod-2 \
+  --ready-file "$CLUSTER_DIR/watch.ready" -- \
+  timeout 120 kubectl get pods --watch --output-watch-events -o json 2>"$CLUSTER_DIR/watch.err" &
+TIMELINE_PID=$!
+until [[ -e "$CLUSTER_DIR/watch.ready" ]]; do
+  kill -0 "$TIMELINE_PID" 2>/dev/null || { cat "$CLUSTER_DIR/watch.err" >&2; exit 1; }
+  sleep 0.1
 done
-kubectl get pods -o wide
+kubectl apply -f examples/demo/03-high-priority-job.yaml
+wait "$TIMELINE_PID"
 
-say "The victims carry the DisruptionTarget condition naming the gang"
-kubectl wait --for=delete --timeout=90s pod/lp-pod-1 pod/lp-pod-2 >/dev/null 2>&1 || true
-kill "$WATCH_PID" 2>/dev/null || true
-"$PY" - "$CLUSTER_DIR/victims.json" <<'PYTHON'
-import json, sys
-decoder, text, pos, shown = json.JSONDecoder(), open(sys.argv[1]).read(), 0, {}
-while pos < len(text):
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    if pos >= len(text):
-        break
-    event, pos = decoder.raw_decode(text, pos)
-    pod = event.get("object", {})
-    for cond in pod.get("status", {}).get("conditions", []):
-        if cond.get("type") == "DisruptionTarget":
-            shown[pod["metadata"]["name"]] = cond
-for name, cond in sorted(shown.items()):
-    print(f"{name}:\n  status:\n    conditions:\n    - type: {cond['type']}\n      status: \"{cond['status']}\"")
-    print(f"      reason: {cond['reason']}\n      message: >-\n        {cond['message']}")
-if len(shown) != 2:
-    sys.exit(f"expected both victims to carry DisruptionTarget, saw {sorted(shown)}")
-PYTHON
+say "The preemption's events, naming the gang"
 kubectl get events.events.k8s.io --field-selector reason=Preempted \
   -o custom-columns=VICTIM:.regarding.name,REASON:.reason,RELATED:.related.kind,NAME:.related.name
 
-say "Step 4: the victims terminate and the gang binds, one member per node"
-kubectl wait --for condition=Ready --timeout=90s pod/hp-worker-1 pod/hp-worker-2 >/dev/null
+say "Step 4: the gang runs, one member per node"
 kubectl wait --for=jsonpath='{.status.phase}'=Running --timeout=30s podgroup.scheduling.sigs.k8s.io/hp-training-job >/dev/null
 kubectl get pods -o wide
 kubectl get podgroups.scheduling.sigs.k8s.io hp-training-job
