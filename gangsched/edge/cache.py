@@ -12,7 +12,9 @@ Likewise victims whose eviction is in flight count as terminating at once: a gan
 before the watch shows them going waits for them instead of preempting them a second time.
 
 This module keeps pods, nodes and PodGroups; PriorityClasses, PDBs and namespaces are kept by
-edge/policy_cache.py, storage objects by edge/volume_cache.py, DRA objects by edge/dra_cache.py.
+edge/policy_cache.py, ClusterNetworkTopology layers by edge/network_topology_cache.py (both
+composed here, calling back only through edge/cache_host.py), storage objects by
+edge/volume_cache.py, DRA objects by edge/dra_cache.py.
 """
 
 from __future__ import annotations

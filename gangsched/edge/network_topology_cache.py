@@ -9,7 +9,6 @@ older ones) is read again: its constraint follows the cluster's current layers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from gangsched.core.api import InvalidObject
 from gangsched.core.api.network_topology import (
@@ -17,11 +16,9 @@ from gangsched.core.api.network_topology import (
     NetworkTopology,
     network_topology_from_raw,
 )
+from gangsched.edge.cache_host import CacheHost
 from gangsched.edge.handlers import Handler, object_key
 from gangsched.edge.kube import JSON
-
-if TYPE_CHECKING:
-    from gangsched.edge.cache import ClusterCache
 
 KIND = "ClusterNetworkTopology"
 API_VERSION = "scheduling.koordinator.sh/v1alpha1"
@@ -31,7 +28,8 @@ PATH = f"/apis/{API_VERSION}/clusternetworktopologies"
 
 @dataclass
 class NetworkTopologyCache:
-    cache: ClusterCache
+    #: The ClusterCache composing this one (edge/cache_host.py says why a protocol).
+    cache: CacheHost
     #: The layers PodGroups are read against; None while no ClusterNetworkTopology exists.
     current: NetworkTopology | None = None
     raw: dict[str, JSON] = field(default_factory=dict)

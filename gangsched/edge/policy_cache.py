@@ -10,7 +10,6 @@ calls `refresh_budgets` when a pod the budgets may count comes, goes or stops ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from gangsched.core.api import (
     InvalidObject,
@@ -22,16 +21,15 @@ from gangsched.core.api import (
     priority_class_from_raw,
 )
 from gangsched.core.model import DisruptionBudget
+from gangsched.edge.cache_host import CacheHost
 from gangsched.edge.handlers import Handler, object_key
 from gangsched.edge.kube import JSON
-
-if TYPE_CHECKING:
-    from gangsched.edge.cache import ClusterCache
 
 
 @dataclass
 class PolicyCache:
-    cache: ClusterCache
+    #: The ClusterCache composing this one (edge/cache_host.py says why a protocol).
+    cache: CacheHost
     #: Raw PDBs, kept to recompute disruptionsAllowed when the API server reports none.
     raw_budgets: dict[str, JSON] = field(default_factory=dict)
     _priorities: PriorityResolver | None = None
