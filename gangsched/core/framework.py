@@ -24,7 +24,7 @@ FloatVector = npt.NDArray[np.float64]
 IndexVector = npt.NDArray[np.intp]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class PodContext:
     """Per-pod values several plugins need, computed once per attempt."""
 
@@ -77,7 +77,7 @@ class ScorePlugin(Protocol):
         ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Diagnosis:
     fit: FitDiagnosis
     #: Per node: True when only resolvable reasons rejected it (a preemption candidate).

@@ -38,7 +38,7 @@ PodPredicate = Callable[[Pod], bool]
 MAX_QUERIES = 64
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Query:
     matches: PodPredicate
     counts: IntVector

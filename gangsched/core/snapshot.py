@@ -52,7 +52,7 @@ class _Reservation:
     node: int
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Snapshot:
     """Nodes sorted by name (so every order derived from indices is deterministic)."""
 

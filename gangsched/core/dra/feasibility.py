@@ -29,7 +29,7 @@ SpecKey = tuple[ClaimSpec, ...]
 Answer = Outcome | str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Answers:
     versions: npt.NDArray[np.int64]
     ok: npt.NDArray[np.bool_]
@@ -38,7 +38,7 @@ class _Answers:
     fit_empty: dict[int, bool] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class FeasibilityCache:
     _nodes: Sequence[Node] | None = None
     _generation: int = -1

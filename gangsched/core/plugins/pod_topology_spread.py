@@ -41,7 +41,7 @@ _PASS, _MISSING_LABEL, _SKEW = 0, 1, 2
 
 
 # ---------------------------------------------------------------------- shared topology helpers
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Domains:
     """The nodes grouped by the value of one label key.
 

@@ -108,7 +108,7 @@ def _reaches_other_pods(pod: Pod) -> bool:
 Mark = tuple[int, int]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Problem:
     """One preemption attempt: the gang, its potential victims and the dry-run helpers.
 

@@ -30,7 +30,7 @@ _SEGMENT = np.int64(2**34)
 _PRIO_SHIFT = np.int64(2**32)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Rows:
     """Victim rows sorted by node, then cheapest first, with the units' cost attributes."""
 
@@ -72,7 +72,7 @@ def cheapest_rows(problem: Problem) -> Rows:
     return rows
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NodeBest:
     """Per node: the cost of its cheapest sufficient victim prefix and where it ends."""
 

@@ -18,12 +18,17 @@ from gangsched.core.snapshot import BoolVector, Snapshot
 NO_DOMAIN = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Domain:
     """One value of one label (or of two, when a preferred level refines a required one).
 
     `key` and `value` are what users see; `within` is the required level's value when this
-    domain is a preferred-level domain inside it."""
+    domain is a preferred-level domain inside it.
+
+    Equal and hashed by those labels alone: the generated `__eq__`/`__hash__` would take in
+    `nodes` and `mask`, arrays, so a set of domains raised "unhashable type" and `==`
+    (`in` a list) "truth value of an array is ambiguous". The arrays follow from the labels
+    within one snapshot."""
 
     key: str
     value: str
@@ -32,15 +37,28 @@ class Domain:
     within: tuple[str, str] | None = None
 
     @property
+    def ident(self) -> tuple[str, str, tuple[str, str] | None]:
+        return (self.key, self.value, self.within)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Domain):
+            return NotImplemented
+        return self.ident == other.ident
+
+    def __hash__(self) -> int:
+        return hash(self.ident)
+
+    @property
     def name(self) -> str:
         if self.within is None:
             return f"{self.key}={self.value}"
         return f"{self.within[0]}={self.within[1]}/{self.key}={self.value}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Partition:
-    """Every domain of one level, and each node's domain index (NO_DOMAIN: none)."""
+    """Every domain of one level, and each node's domain index (NO_DOMAIN: none). Compared
+    and hashed by identity (`of_node` is an array)."""
 
     domains: tuple[Domain, ...]
     of_node: IndexVector

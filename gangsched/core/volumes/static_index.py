@@ -61,7 +61,7 @@ def is_available(volume: PersistentVolume) -> bool:
     return volume.claim_ref is None and volume.phase == "Available" and not volume.deleting
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class StaticIndex:
     #: Per class, the shapes of its available PVs, smallest capacity first.
     shapes: dict[str, list[Shape]] = field(default_factory=dict)
