@@ -70,13 +70,23 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         f"{meta['cpus']} CPUs. Ratio = gangsched / kube-scheduler. Mode: {meta['mode']} "
         "for (a) and (b), streamed for (c), precreate for (d) (see bench/README.md).",
         "",
+        *tables(summary, meta["sizes"]),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def tables(summary: dict[str, Any], sizes: dict[str, Any], *, outcome: bool = True) -> list[str]:
+    """The table of medians and ratios, then how the gangs ended (unless ``outcome`` is
+    false) and (d)'s floor: the body of compare.md, also rendered into bench/README.md by
+    `python -m bench.report`."""
+    lines = [
         "| workload | scheduler | pods/s | gang latency p50 / p99 (s) | first / last bind (s) "
         "| victims | API req / pod | CPU s (run / total) | peak RSS MiB |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     medians, ratios = summary["medians"], summary["ratios"]
     ceiling = medians.get("ceiling", {}).get("bare-binder", {}).get("pods_per_s")
-    label = titles(meta["sizes"])
+    label = titles(sizes)
     for workload in (*WORKLOADS, "ceiling"):
         per = medians.get(workload)
         if not per:
@@ -110,7 +120,8 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
                 f"{fmt(r.get('cpu_s'), 2)} / {fmt(r.get('cpu_s_total'), 2)} | "
                 f"{fmt(r.get('rss_peak_mib'), 2)} |"
             )
-    lines += outcome_table(medians, label)
+    if outcome:
+        lines += outcome_table(medians, label)
     over = summary.get("first_bind_over_floor_s") or {}
     if over:
         lines += [
@@ -118,7 +129,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             f"(d) first bind minus the {LIST_FLOOR} (a bare client listing the same objects, "
             "same round): " + ", ".join(f"{s} {v:+.2f} s" for s, v in over.items()),
         ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def outcome_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
