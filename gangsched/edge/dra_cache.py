@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gangsched.core.dra.parse import (
-    device_class_from_raw,
+from gangsched.core.dra.parse_claims import (
     resource_claim_from_raw,
     resource_claim_template_from_raw,
-    resource_slice_from_raw,
 )
+from gangsched.core.dra.parse_classes import device_class_from_raw
+from gangsched.core.dra.parse_slices import resource_slice_from_raw
 from gangsched.core.dra.state import DraState
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.handlers import Handler, object_key

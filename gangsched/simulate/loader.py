@@ -39,13 +39,13 @@ from gangsched.core.api.storage import (
     storage_class_from_raw,
 )
 from gangsched.core.cluster import ClusterState
-from gangsched.core.dra.parse import (
-    device_class_from_raw,
+from gangsched.core.dra.parse_claims import (
     generated_claim_raw,
     resource_claim_from_raw,
     resource_claim_template_from_raw,
-    resource_slice_from_raw,
 )
+from gangsched.core.dra.parse_classes import device_class_from_raw
+from gangsched.core.dra.parse_slices import resource_slice_from_raw
 from gangsched.core.dra.state import dra_state
 from gangsched.core.model import Pod, PriorityClass
 from gangsched.core.volumes.book import VolumeBook

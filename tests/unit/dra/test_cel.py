@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.dra.cel import DeviceView, SelectorCache
-from gangsched.core.dra.parse import parse_semver
+from gangsched.core.dra.semver import parse_semver
 
 GPU = DeviceView(
     driver="gpu.example.com",

@@ -24,7 +24,8 @@ from gangsched.core.dra.model import (
     DeviceResult,
     ExactRequest,
 )
-from gangsched.core.dra.parse import device_class_from_raw, resource_claim_from_raw
+from gangsched.core.dra.parse_claims import resource_claim_from_raw
+from gangsched.core.dra.parse_classes import device_class_from_raw
 from gangsched.core.dra.results import allocated_config
 from gangsched.core.dra.state import DraState
 from gangsched.core.scheduler import SCHEDULED, Scheduler

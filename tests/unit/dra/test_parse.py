@@ -9,14 +9,14 @@ import pytest
 
 from gangsched.core.api import InvalidObject, PriorityResolver, pod_from_raw
 from gangsched.core.dra.model import AllocationMode, Semver
-from gangsched.core.dra.parse import (
-    device_class_from_raw,
+from gangsched.core.dra.parse_claims import (
     generated_claim_raw,
-    parse_semver,
     resource_claim_from_raw,
     resource_claim_template_from_raw,
-    resource_slice_from_raw,
 )
+from gangsched.core.dra.parse_classes import device_class_from_raw
+from gangsched.core.dra.parse_slices import resource_slice_from_raw
+from gangsched.core.dra.semver import parse_semver
 
 
 def slice_raw(**spec: Any) -> dict[str, Any]:

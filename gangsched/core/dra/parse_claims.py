@@ -1,5 +1,6 @@
-"""resource.k8s.io/v1 objects from raw JSON: DeviceClass, ResourceSlice, ResourceClaim,
-ResourceClaimTemplate. Every problem of an object is reported at once, naming the field.
+"""resource.k8s.io/v1 ResourceClaim and ResourceClaimTemplate from raw JSON, and the claim
+the resourceclaim controller generates from a template for a pod. Every problem of an object
+is reported at once, naming the field.
 
 Validation follows the API server's where a wrong value would otherwise silently change an
 allocation (an unknown allocation mode, a count below one, a request that is neither
@@ -8,8 +9,6 @@ allocation (an unknown allocation mode, a count below one, a request that is nei
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,272 +19,22 @@ from gangsched.core.dra.model import (
     POD_CLAIM_NAME_ANNOTATION,
     Allocation,
     AllocationMode,
-    AttributeValue,
     ClaimSpec,
     Consumer,
-    Device,
-    DeviceClass,
-    DeviceConfig,
     DeviceRequest,
     DeviceResult,
-    DeviceTaint,
     DeviceToleration,
     ExactRequest,
     MatchAttribute,
     ResourceClaim,
     ResourceClaimTemplate,
-    ResourceSlice,
-    Semver,
 )
+from gangsched.core.dra.parse_classes import read_configs, read_selectors
 from gangsched.core.labels import NodeSelectorTerm
-from gangsched.core.quantity import QuantityError, parse_quantity
 
-_SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
-)
 _MODES = tuple(mode.value for mode in AllocationMode)
-_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
 
 
-def parse_semver(text: str) -> Semver | None:
-    """Semantic Versioning 2.0.0 (what blang/semver accepts); None if malformed."""
-    match = _SEMVER.match(text)
-    if match is None:
-        return None
-    pre: tuple[int | str, ...] = ()
-    if match[4]:
-        pre = tuple(int(p) if p.isdigit() else p for p in match[4].split("."))
-    return Semver(int(match[1]), int(match[2]), int(match[3]), pre)
-
-
-def qualify(name: str, driver: str) -> str:
-    """Attribute and capacity names without a domain belong to the driver's."""
-    return name if "/" in name else f"{driver}/{name}"
-
-
-# -- DeviceClass --------------------------------------------------------------------------------
-def device_class_from_raw(raw: Mapping[str, Any]) -> DeviceClass:
-    r = Reader.for_object("DeviceClass", raw, namespaced=False)
-    spec = r.mapping(r.raw.get("spec"), "spec")
-    selectors = _read_selectors(r, spec.get("selectors"), "spec.selectors")
-    extended = r.string(spec.get("extendedResourceName"), "spec.extendedResourceName")
-    uid = r.string(r.metadata.get("uid"), "metadata.uid")
-    config = read_configs(r, spec.get("config"), "spec.config")
-    r.done()
-    return DeviceClass(
-        name=r.name, selectors=selectors, extended_resource_name=extended, uid=uid, config=config
-    )
-
-
-def read_configs(
-    r: Reader, raw: Any, field: str, *, known: set[str] | None = None
-) -> tuple[DeviceConfig, ...]:
-    """`config[{requests, opaque{driver, parameters}}]`; `known`: the claim's request names
-    (a class's config names no requests)."""
-    out = []
-    for index, entry in enumerate(r.items(raw, field)):
-        entry_field = item(field, index)
-        body = r.mapping(entry, entry_field)
-        if body.get("opaque") is None:
-            r.add(entry_field, "opaque is required (the only kind of device configuration)")
-            continue
-        opaque_field = child(entry_field, "opaque")
-        opaque = r.mapping(body.get("opaque"), opaque_field)
-        driver = r.string(opaque.get("driver"), child(opaque_field, "driver"))
-        if not driver:
-            r.add(child(opaque_field, "driver"), "is required")
-        parameters = opaque.get("parameters")
-        if parameters is None:
-            r.add(child(opaque_field, "parameters"), "is required")
-        requests: tuple[str, ...] = ()
-        if known is not None:
-            requests = r.strings(body.get("requests"), child(entry_field, "requests"))
-            for name in requests:
-                if name not in known:
-                    r.add(child(entry_field, "requests"), f"unknown request {show(name)}")
-        out.append(
-            DeviceConfig(
-                driver=driver,
-                parameters=json.dumps(parameters, sort_keys=True, separators=(",", ":")),
-                requests=requests,
-            )
-        )
-    return tuple(out)
-
-
-def _read_selectors(r: Reader, raw: Any, field: str) -> tuple[str, ...]:
-    out = []
-    for index, entry in enumerate(r.items(raw, field)):
-        entry_field = item(field, index)
-        body = r.mapping(entry, entry_field)
-        cel = r.mapping(body.get("cel"), child(entry_field, "cel"))
-        if body.get("cel") is None:
-            r.add(entry_field, "only cel selectors are supported; cel is required")
-            continue
-        expression = r.string(cel.get("expression"), child(child(entry_field, "cel"), "expression"))
-        if not expression.strip():
-            r.add(child(child(entry_field, "cel"), "expression"), "is required")
-            continue
-        out.append(expression)
-    return tuple(out)
-
-
-# -- ResourceSlice ------------------------------------------------------------------------------
-def resource_slice_from_raw(raw: Mapping[str, Any]) -> ResourceSlice:
-    r = Reader.for_object("ResourceSlice", raw, namespaced=False)
-    spec = r.mapping(r.raw.get("spec"), "spec")
-    driver = r.string(spec.get("driver"), "spec.driver")
-    if not driver:
-        r.add("spec.driver", "is required")
-    pool = r.mapping(spec.get("pool"), "spec.pool")
-    pool_name = r.string(pool.get("name"), "spec.pool.name")
-    if not pool_name:
-        r.add("spec.pool.name", "is required")
-    generation = r.integer(pool.get("generation"), "spec.pool.generation", minimum=0) or 0
-    count = r.integer(pool.get("resourceSliceCount"), "spec.pool.resourceSliceCount", minimum=1)
-    if pool.get("resourceSliceCount") is None:
-        r.add("spec.pool.resourceSliceCount", "is required (at least 1)")
-    node_name = r.string(spec.get("nodeName"), "spec.nodeName") or None
-    all_nodes = r.boolean(spec.get("allNodes"), "spec.allNodes")
-    per_device = r.boolean(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
-    terms: tuple[NodeSelectorTerm, ...] | None = None
-    if spec.get("nodeSelector") is not None:
-        selector = r.mapping(spec.get("nodeSelector"), "spec.nodeSelector")
-        terms_field = "spec.nodeSelector.nodeSelectorTerms"
-        raw_terms = r.items(selector.get("nodeSelectorTerms"), terms_field)
-        if len(raw_terms) != 1:
-            r.add(terms_field, f"must have exactly one term, got {len(raw_terms)}")
-        terms = tuple(
-            read_node_selector_term(r, term, item(terms_field, i))
-            for i, term in enumerate(raw_terms)
-        )
-    chosen = [
-        name
-        for name, present in (
-            ("nodeName", node_name is not None),
-            ("nodeSelector", terms is not None),
-            ("allNodes", all_nodes),
-            ("perDeviceNodeSelection", per_device),
-        )
-        if present
-    ]
-    unsupported = ""
-    if spec.get("sharedCounters"):
-        unsupported = "shared counters (partitionable devices) are not supported by gangsched"
-    if per_device:
-        unsupported = "perDeviceNodeSelection is not supported by gangsched"
-    if spec.get("sharedCounters") is None and len(chosen) != 1:
-        r.add(
-            "spec",
-            "exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection is "
-            f"required, got {', '.join(chosen) or 'none'}",
-        )
-    devices = []
-    names: set[str] = set()
-    for index, entry in enumerate(r.items(spec.get("devices"), "spec.devices")):
-        device = _read_device(r, entry, item("spec.devices", index), driver)
-        if device is None:
-            continue
-        if device.name in names:
-            r.add(item("spec.devices", index), f"duplicate device name {show(device.name)}")
-            continue
-        names.add(device.name)
-        devices.append(device)
-    r.done()
-    return ResourceSlice(
-        name=r.name,
-        driver=driver,
-        pool=pool_name,
-        generation=generation,
-        slice_count=count or 1,
-        node_name=node_name,
-        node_selector=terms,
-        all_nodes=all_nodes,
-        devices=devices,
-        unsupported=unsupported,
-    )
-
-
-def _read_device(r: Reader, raw: Any, field: str, driver: str) -> Device | None:
-    body = r.mapping(raw, field)
-    name = r.string(body.get("name"), child(field, "name"))
-    if not name:
-        r.add(child(field, "name"), "is required")
-        return None
-    attributes: dict[str, AttributeValue] = {}
-    attrs_field = child(field, "attributes")
-    for key, value in r.mapping(body.get("attributes"), attrs_field).items():
-        parsed = _read_attribute(r, value, child(attrs_field, str(key)))
-        if parsed is not None:
-            attributes[qualify(str(key), driver)] = parsed
-    capacity = {}
-    cap_field = child(field, "capacity")
-    for key, value in r.mapping(body.get("capacity"), cap_field).items():
-        entry_field = child(cap_field, str(key))
-        entry = r.mapping(value, entry_field)
-        amount = entry.get("value")
-        try:
-            if isinstance(amount, bool) or not isinstance(amount, str | int | float):
-                raise QuantityError("missing")
-            capacity[qualify(str(key), driver)] = parse_quantity(amount)
-        except QuantityError:
-            r.add(child(entry_field, "value"), f"{show(amount)} is not a valid quantity")
-    taints = []
-    taints_field = child(field, "taints")
-    for index, entry in enumerate(r.items(body.get("taints"), taints_field)):
-        taint_field = item(taints_field, index)
-        taint = r.mapping(entry, taint_field)
-        effect = r.choice(taint.get("effect"), child(taint_field, "effect"), _TAINT_EFFECTS, "")
-        if not effect:
-            r.add(child(taint_field, "effect"), "is required")
-        taints.append(
-            DeviceTaint(
-                key=r.string(taint.get("key"), child(taint_field, "key")),
-                value=r.string(taint.get("value"), child(taint_field, "value")),
-                effect=effect,
-            )
-        )
-    unsupported = ""
-    if body.get("consumesCounters"):
-        unsupported = "consumes shared counters (partitionable devices are not supported)"
-    elif body.get("bindingConditions"):
-        unsupported = "has binding conditions (not supported)"
-    elif body.get("allowMultipleAllocations"):
-        unsupported = "allows multiple allocations (consumable capacity is not supported)"
-    return Device(
-        name=name,
-        attributes=attributes,
-        capacity=capacity,
-        taints=tuple(taints),
-        unsupported=unsupported,
-    )
-
-
-def _read_attribute(r: Reader, raw: Any, field: str) -> AttributeValue | None:
-    body = r.mapping(raw, field)
-    present = [key for key in ("bool", "int", "string", "version") if body.get(key) is not None]
-    if len(present) != 1:
-        r.add(field, "exactly one of bool, int, string, version is required")
-        return None
-    key = present[0]
-    value = body[key]
-    if key == "bool":
-        return r.boolean(value, child(field, "bool"))
-    if key == "int":
-        number = r.integer(value, child(field, "int"), minimum=-(2**63), maximum=2**63 - 1)
-        return number
-    text = r.string(value, child(field, key))
-    if key == "string":
-        return text
-    version = parse_semver(text)
-    if version is None:
-        r.add(child(field, "version"), f"{show(text)} is not a semantic version (e.g. 1.2.3)")
-    return version
-
-
-# -- claims -------------------------------------------------------------------------------------
 def read_claim_spec(r: Reader, raw: Any, field: str) -> ClaimSpec:
     spec = r.mapping(raw, field)
     devices_field = child(field, "devices")
@@ -398,7 +147,7 @@ def _read_exact(r: Reader, raw: Any, field: str, name: str) -> ExactRequest | No
     return ExactRequest(
         name=name,
         class_name=class_name,
-        selectors=_read_selectors(r, body.get("selectors"), child(field, "selectors")),
+        selectors=read_selectors(r, body.get("selectors"), child(field, "selectors")),
         mode=mode,
         count=count if count is not None and mode is AllocationMode.EXACT_COUNT else 1,
         admin_access=r.boolean(body.get("adminAccess"), child(field, "adminAccess")),
