@@ -22,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gangsched.config import Config
 from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.preemption import build_preemptor
 from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
@@ -128,8 +129,6 @@ def build_registry(
         kube = await Kube.connect(kubeconfig, connections=config.bindConcurrency + MAX_WATCHES + 16)
         preemptor = None
         if config.preemption.enabled:
-            from gangsched.core.preemption import build_preemptor
-
             preemptor = build_preemptor(
                 strategy=config.preemption.strategy, scheduler_name=config.schedulerName
             )

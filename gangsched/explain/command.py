@@ -14,10 +14,20 @@ from typing import Any
 
 from gangsched.config import Config, ConfigError, load_config
 from gangsched.core.cluster import ClusterState
+from gangsched.edge import logs
 from gangsched.explain.analysis import NotFound, explain
 from gangsched.explain.arguments import add_parser
 from gangsched.explain.render import render
 from gangsched.explain.report import Explanation
+from gangsched.explain.sources import (
+    SourceError,
+    connect,
+    from_cluster,
+    from_manifests,
+    recent_events,
+    status_of,
+)
+from gangsched.simulate.loader import ManifestError
 
 __all__ = ["add_parser", "run"]
 
@@ -81,9 +91,6 @@ def run(args: argparse.Namespace) -> int:
         )
 
     if args.file:
-        from gangsched.explain.sources import from_manifests
-        from gangsched.simulate.loader import ManifestError
-
         try:
             cluster = from_manifests(args.file, scheduler_name=scheduler_name)
         except ManifestError as exc:
@@ -112,15 +119,6 @@ class _Failed(Exception):
 
 
 async def _from_cluster(args: argparse.Namespace, dry_run: Any, scheduler_name: str) -> Explanation:
-    from gangsched.edge import logs
-    from gangsched.explain.sources import (
-        SourceError,
-        connect,
-        from_cluster,
-        recent_events,
-        status_of,
-    )
-
     # The operator's modules log what a long-running scheduler should (e.g. a missing RBAC
     # permission); this command reports its one error itself, so they stay quiet.
     logs.configure("console", level=logging.CRITICAL)
