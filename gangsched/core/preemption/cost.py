@@ -27,6 +27,11 @@ whose placement keeps more members on their `status.nominatedNodeName`. A nomina
 decision an earlier cycle already acted on, and kube-scheduler evaluates a pod's nominated
 node before any other; moving members elsewhere for a set that differs only in the victims'
 age would contradict that and make successive cycles flip between equally cheap sets.
+
+Between topology domains (`domains.py`), one more preference follows it, still before 8:
+the higher placement score of the domain with every lower-priority pod removed, the domain
+kube-scheduler's TAS preemption takes (for the default scoring, the highest allocation). Where
+domains cost the same victims, the choice is upstream's, not that of the victims' age.
 """
 
 from __future__ import annotations
@@ -113,8 +118,9 @@ def kept_nominations(placements: Iterable[tuple[Pod, str]]) -> int:
     return sum(1 for pod, node in placements if pod.nominated_node_name == node)
 
 
-def ranking(cost: Cost, kept: int) -> tuple[object, ...]:
-    """Candidate order: criteria 1-7, then more nominations kept, then the victims' age."""
+def ranking(cost: Cost, kept: int, placement: float = 0.0) -> tuple[object, ...]:
+    """Candidate order: criteria 1-7, then more nominations kept, then the higher placement
+    score (between domains; 0 elsewhere), then the victims' age."""
     return (
         cost.unplaced,
         cost.pdb_violations,
@@ -124,6 +130,7 @@ def ranking(cost: Cost, kept: int) -> tuple[object, ...]:
         cost.groups,
         cost.nodes,
         -kept,
+        -placement,
         cost.oldest_start,
         cost.total_start,
     )

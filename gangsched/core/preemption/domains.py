@@ -5,7 +5,10 @@ best-scored placement and reprieves inside it; nobody compares domains by what p
 there costs (KEP-5710 leaves it as future work). Here each candidate domain of the required
 level gets its own search (the configured strategy, `kep` or `mincost`, with the members
 confined to the domain and only the victims that hold capacity in it, an All-mode group
-whole), and the domain with the cheapest verified set wins by the cost order of `cost.py`.
+whole), and the domain with the cheapest verified set wins by the cost order of `cost.py`;
+where domains cost the same victims, the one upstream's placement score ranks first with every
+lower-priority pod removed (`_placement_scores`: by default the highest allocation) wins, so
+a tie goes to upstream's choice, not to the victims' age.
 Domains go cheapest bound first (`domain_bounds.py`), and one whose bound already loses to a
 verified set is not searched. The domain upstream would pick is therefore searched or proved
 no cheaper (past the `max_domains` budget it is searched regardless), and `kep` on it is
@@ -206,18 +209,60 @@ def preempt_across_domains(
             f"topology: preemption frees no domain of {key} for the group "
             f"({'; '.join(parts) or 'no domain searched'})"
         ), tried
+    scores = _placement_scores(feasible, cls, base, snap)
     best = min(
         feasible,
-        key=lambda t: (_rank(t.found, snap), t.domain.name),  # type: ignore[arg-type]
+        key=lambda t: (
+            _rank(t.found, snap, scores[t.domain.name]),  # type: ignore[arg-type]
+            t.domain.name,
+        ),
     )
     assert isinstance(best.found, Candidate)
     best.found.name = f"{best.found.name} in {best.domain.name}"
     return best.found, tried
 
 
-def _rank(found: Candidate, snap: Snapshot) -> tuple[object, ...]:
+def _rank(found: Candidate, snap: Snapshot, placement: float = 0.0) -> tuple[object, ...]:
     named = ((pod, snap.nodes[node].name) for pod, node in found.placements)
-    return ranking(found.cost, kept_nominations(named))
+    return ranking(found.cost, kept_nominations(named), placement)
+
+
+def _placement_scores(
+    feasible: Sequence[DomainCandidate], cls: ConstraintClass, base: Problem, snap: Snapshot
+) -> dict[str, float]:
+    """Per domain with a victim set, the score upstream ranks it by: every lower-priority pod
+    removed (as `_upstream_choice`), the constrained members the set places there assumed,
+    the topology placer's own placement score (MostAllocated over the domain). Where domains
+    cost the same victims, the highest wins, as upstream's choice would."""
+    if len(feasible) < 2:
+        return {t.domain.name: 0.0 for t in feasible}
+    placer = base.placer
+    scorer = (
+        placer
+        if isinstance(placer, TopologyPlacer)
+        else TopologyPlacer(placer.framework, placer.config)
+    )
+    mine = {id(pod) for pod in cls.pending}
+    # A domain's score reads its own nodes only: the victims elsewhere may stay.
+    inside = np.logical_or.reduce([t.domain.mask for t in feasible])
+    scores: dict[str, float] = {}
+    mark = snap.checkpoint()
+    try:
+        for unit in base.table.units:
+            for pod, node in unit.placed:
+                if inside[node]:
+                    snap.remove_at(pod, node)
+        for tried in feasible:
+            assert isinstance(tried.found, Candidate)
+            placed = snap.checkpoint()
+            for pod, node in tried.found.placements:
+                if id(pod) in mine:
+                    snap.assume(pod, node)
+            scores[tried.domain.name] = scorer.placement_score([cls], [tried.domain], snap)
+            snap.rollback(placed)
+    finally:
+        snap.rollback(mark)
+    return scores
 
 
 def _candidate_domains(cls: ConstraintClass, key: str, snap: Snapshot) -> list[Domain]:

@@ -411,9 +411,19 @@ class TopologyPlacer(GangPlacer):
     def _score(
         self, classes: Sequence[ConstraintClass], candidate: _Candidate, snap: Snapshot
     ) -> float:
-        """MostAllocated over each class's domain with the placement assumed, summed."""
+        return self.placement_score(classes, candidate.domains, snap)
+
+    def placement_score(
+        self,
+        classes: Sequence[ConstraintClass],
+        domains: Sequence[Domain | None],
+        snap: Snapshot,
+    ) -> float:
+        """A placement's score, higher first: MostAllocated over each class's domain (None:
+        the whole cluster) as the snapshot holds it, the placement assumed, summed. Preemption
+        breaks ties between domains with it (core/preemption/domains.py)."""
         total = 0.0
-        for cls, domain in zip(classes, candidate.domains, strict=True):
+        for cls, domain in zip(classes, domains, strict=True):
             weights = resource_weights(cls.pending, snap, self.topology.resources)
             total += domain_score(domain, snap, weights)
         return round(total, 6)

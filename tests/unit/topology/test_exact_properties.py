@@ -4,10 +4,12 @@ Random clusters of one to three racks, with lone pods of mixed priorities and st
 three victim PodGroups (All or Single mode, quorum 1-3) and an optional PodDisruptionBudget.
 Whenever at most ten victim units exist, `mincost` must choose a set exactly as cheap, by
 the whole cost order, as the cheapest set brute force finds over every subset (each checked
-by the same topology-aware cycle), up to the final tie-break on the sum of the
-victims' start times (see `_exact_part`). Without the exact search, `mincost`'s heuristics miss
-that minimum in about 4% of such clusters (23 of 604 in a seeded sample: a pod or a
-workload too many, or victims spread over a node too many); see `NEEDS_EXACT`.
+by the same topology-aware cycle, per rack; between racks tied up to the nodes disrupted,
+upstream's choice by placement score comes before the victims' age: `brute.cheapest_set`),
+up to the final tie-break on the sum of the victims' start times (see `_exact_part`).
+Without the exact search, `mincost`'s heuristics miss that minimum in about 4% of such
+clusters (23 of 604 in a seeded sample: a pod or a workload too many, or victims spread
+over a node too many); see `NEEDS_EXACT`.
 """
 
 from __future__ import annotations
