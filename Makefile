@@ -36,8 +36,12 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy --strict gangsched bench tests devtools
 
+# Import contracts (pyproject.toml), then the code's shape (tests/unit/test_import_graph.py):
+# no import cycle, no module over 500 lines, no private name imported across modules, no
+# import inside a function but for start-up time.
 contracts: venv
 	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_import_graph.py
 
 check: lint typecheck contracts
 

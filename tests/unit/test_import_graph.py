@@ -1,0 +1,394 @@
+"""The shape of the code (issue 31, "One direction through the code"), checked on every
+`make check`:
+
+- no import cycle anywhere in `gangsched/`: no strongly connected component of more than one
+  module in grimp's import graph, built *with* the imports under `TYPE_CHECKING` and those
+  inside functions (both are still dependencies);
+- no module over 500 lines;
+- no private name (`from gangsched.x import _name`) imported from another module;
+- no import inside a function, except where start-up time needs it (`STARTUP_IMPORTS`, each
+  with its reason).
+
+What is known to break a rule today and is being fixed by others is listed here exactly
+(`KNOWN_*`): a new offender fails, and so does a listed one that no longer offends, so each
+list only shrinks and is deleted with its last entry. The known cycles are strict xfails, one
+per cycle, for the same reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from pathlib import Path
+
+import grimp
+import pytest
+
+import gangsched
+
+PACKAGE = "gangsched"
+SOURCE = Path(gangsched.__file__).resolve().parent
+MAX_LINES = 500
+
+#: The import cycles being broken by others (issue 31), each as the modules of its strongly
+#: connected component today. A cycle that is not a subset of one of these fails now.
+KNOWN_CYCLES: dict[str, frozenset[str]] = {
+    # (b) the Snapshot holds the VolumeBook; the book, its static index and matching take
+    # the Snapshot they reserve in and read (a reservation protocol is to replace this).
+    "b": frozenset(
+        {
+            "gangsched.core.snapshot",
+            "gangsched.core.volumes.book",
+            "gangsched.core.volumes.matching",
+            "gangsched.core.volumes.static_index",
+        }
+    ),
+    # (c) the gang cycle hands trees to composite placement and waiting messages to
+    # gang_waiting, which (like topology placement) build on the cycle's types.
+    "c": frozenset(
+        {
+            "gangsched.core.composite.domains",
+            "gangsched.core.composite.placement",
+            "gangsched.core.composite.search",
+            "gangsched.core.composite.validation",
+            "gangsched.core.composite.verdicts",
+            "gangsched.core.cycle",
+            "gangsched.core.gang_waiting",
+            "gangsched.core.topology.messages",
+            "gangsched.core.topology.placement",
+        }
+    ),
+}
+
+#: Modules over MAX_LINES, being split by others (paths relative to the repository).
+KNOWN_OVERSIZED = frozenset(
+    {
+        "gangsched/core/composite/placement.py",
+        "gangsched/core/scheduler.py",
+    }
+)
+
+#: (importing module, imported module, private name) imported across modules today.
+KNOWN_PRIVATE_IMPORTS = frozenset(
+    {
+        # cycle (c): the composite search reuses the gang cycle's node equivalence.
+        ("gangsched.core.composite.search", "gangsched.core.cycle", "_node_signature"),
+        ("gangsched.core.composite.search", "gangsched.core.cycle", "_nodes_interchangeable"),
+    }
+)
+
+#: Imports inside functions that start-up time needs: (module, function, what it imports)
+#: -> why. Each command of the CLI loads only what it runs.
+STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
+    **{
+        ("gangsched.cli", "_simulate", imported): "only `gangsched simulate` loads the core "
+        "and the simulator (seconds), not --help, `run` or `explain`"
+        for imported in (
+            "gangsched.config",
+            "gangsched.simulate.loader",
+            "gangsched.simulate.output",
+            "gangsched.simulate.runner",
+        )
+    },
+    ("gangsched.cli", "_run", "asyncio"): "only `run` starts an event loop here (tens of ms)",
+    ("gangsched.cli", "_run_async", "asyncio"): "only `run` starts an event loop here",
+    ("gangsched.cli", "_run_async", "gangsched.edge.early_lists"): "`run` sends its pod and "
+    "node lists before it imports the core, kopf and the config (edge/early_lists.py)",
+    ("gangsched.cli", "_run_async", "gangsched.edge.app"): "loaded by `_load_for_run` in a "
+    "worker thread while the early lists are under way; here it is already loaded",
+    ("gangsched.cli", "_run_async", "gangsched.edge.logs"): "as gangsched.edge.app",
+    ("gangsched.cli", "_load_for_run", "gangsched.config"): "imported in a worker thread, "
+    "off the event loop, while the early lists are under way",
+    ("gangsched.cli", "_load_for_run", "gangsched.edge.app"): "as gangsched.config: the "
+    "core and kopf load in the worker thread, the point of the function",
+    ("gangsched.cli", "_load_for_run", "gangsched.edge.logs"): "as gangsched.edge.app",
+}
+
+#: Imports inside functions that are not for start-up time, being removed by others.
+KNOWN_FUNCTION_IMPORTS = frozenset(
+    {
+        # cycle (c): dodges core.cycle <-> core.composite.placement.
+        ("gangsched.core.cycle", "GangPlacer.place", "gangsched.core.composite.placement"),
+        # cycle (b): dodges core.volumes.book <-> core.volumes.matching (via core.snapshot).
+        ("gangsched.core.volumes.book", "VolumeBook.reserve", "gangsched.core.volumes.matching"),
+        # cli.py: `gangsched.explain` is lazy itself (a few ms to import) and slim_client
+        # imports only the standard library: both can be module-level imports.
+        ("gangsched.cli", "_parser", "gangsched.explain"),
+        ("gangsched.cli", "main", "gangsched.explain"),
+        ("gangsched.cli", "main", "gangsched.edge.slim_client"),
+    }
+)
+
+
+# -------------------------------------------------------------------------------- cycles
+def import_cycles(graph: grimp.ImportGraph, package: str) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module among `package` and its
+    descendants (Tarjan's algorithm, iterative), sorted."""
+    modules = {m for m in graph.modules if m == package or m.startswith(package + ".")}
+    successors = {
+        m: sorted(graph.find_modules_directly_imported_by(m) & modules) for m in sorted(modules)
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    for root, children_of_root in successors.items():
+        if root in index:
+            continue
+        work = [(root, iter(children_of_root))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(successors[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(frozenset(component))
+    return sorted(found, key=sorted)
+
+
+def describe_cycle(graph: grimp.ImportGraph, component: frozenset[str]) -> str:
+    """The modules of a cycle, one shortest round trip through the first of them, and every
+    import within it (with its line), so the message says what to cut."""
+    first = min(component)
+    loops = []
+    for successor in sorted(graph.find_modules_directly_imported_by(first) & component):
+        chain = graph.find_shortest_chain(importer=successor, imported=first)
+        if chain is not None:
+            loops.append((first, *chain))
+    loop = min(loops, key=len)
+    lines = [
+        f"cycle of {len(component)} modules: {', '.join(sorted(component))}",
+        f"  e.g. {' -> '.join(loop)}",
+        "  imports within it:",
+    ]
+    for importer in sorted(component):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer) & component):
+            details = graph.get_import_details(importer=importer, imported=imported)
+            for detail in sorted(details, key=lambda d: d["line_number"]):
+                lines.append(
+                    f"    {importer}:{detail['line_number']}: {detail['line_contents'].strip()}"
+                )
+    return "\n".join(lines)
+
+
+def check_no_cycles(
+    graph: grimp.ImportGraph,
+    package: str,
+    known: dict[str, frozenset[str]] | None = None,
+) -> None:
+    """Fails, listing them, on the cycles of `package` that are not within a known one."""
+    new = [
+        cycle
+        for cycle in import_cycles(graph, package)
+        if not any(cycle <= modules for modules in (known or {}).values())
+    ]
+    assert not new, "import cycles in {}:\n{}".format(
+        package, "\n".join(describe_cycle(graph, c) for c in new)
+    )
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    # exclude_type_checking_imports=False: an import under TYPE_CHECKING is a dependency too.
+    return grimp.build_graph(PACKAGE, exclude_type_checking_imports=False, cache_dir=None)
+
+
+def test_no_import_cycle_but_the_known_ones(graph: grimp.ImportGraph) -> None:
+    check_no_cycles(graph, PACKAGE, KNOWN_CYCLES)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(strict=True, reason="issue 31: cycles (b)/(c) being broken"),
+        )
+        for name in sorted(KNOWN_CYCLES)
+    ],
+)
+def test_known_cycle_is_broken(graph: grimp.ImportGraph, name: str) -> None:
+    """Passes (and so fails as a strict xfail) once the cycle is gone: then delete its
+    KNOWN_CYCLES entry."""
+    check_no_cycles(graph, PACKAGE, {k: v for k, v in KNOWN_CYCLES.items() if k != name})
+
+
+def synthetic_graph(*imports: tuple[str, str]) -> grimp.ImportGraph:
+    graph = grimp.ImportGraph()
+    for module in ("pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d", "other"):
+        graph.add_module(module)
+    for number, (importer, imported) in enumerate(imports, start=1):
+        graph.add_import(
+            importer=importer,
+            imported=imported,
+            line_number=number,
+            line_contents=f"import {imported}",
+        )
+    return graph
+
+
+def test_the_check_fails_on_a_planted_cycle() -> None:
+    graph = synthetic_graph(
+        ("pkg.a", "pkg.b"),
+        ("pkg.b", "pkg.c"),
+        ("pkg.c", "pkg.a"),  # the planted edge
+        ("pkg.c", "pkg.d"),
+        ("pkg.d", "other"),
+        ("other", "pkg.a"),  # a cycle through another package is not this package's
+    )
+    assert import_cycles(graph, "pkg") == [frozenset({"pkg.a", "pkg.b", "pkg.c"})]
+    with pytest.raises(AssertionError) as failure:
+        check_no_cycles(graph, "pkg")
+    message = str(failure.value)
+    assert "cycle of 3 modules: pkg.a, pkg.b, pkg.c" in message
+    assert "e.g. pkg.a -> pkg.b -> pkg.c -> pkg.a" in message
+    assert "pkg.c:3: import pkg.a" in message
+    # Known, it passes; one module more than known, it fails.
+    check_no_cycles(graph, "pkg", {"x": frozenset({"pkg.a", "pkg.b", "pkg.c"})})
+    with pytest.raises(AssertionError):
+        check_no_cycles(graph, "pkg", {"x": frozenset({"pkg.a", "pkg.b"})})
+
+
+def test_the_check_passes_without_a_cycle() -> None:
+    graph = synthetic_graph(("pkg.a", "pkg.b"), ("pkg.b", "pkg.c"), ("pkg.a", "pkg.c"))
+    assert import_cycles(graph, "pkg") == []
+    check_no_cycles(graph, "pkg")
+
+
+# --------------------------------------------------------------------------- module rules
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    lines: int
+
+
+def modules() -> Iterator[Module]:
+    for path in sorted(SOURCE.rglob("*.py")):
+        parts = path.relative_to(SOURCE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        text = path.read_text()
+        yield Module(name, path, ast.parse(text, str(path)), len(text.splitlines()))
+
+
+def relative(path: Path) -> str:
+    return path.relative_to(SOURCE.parent).as_posix()
+
+
+def is_module(name: str) -> bool:
+    if name != PACKAGE and not name.startswith(PACKAGE + "."):
+        return False
+    base = SOURCE.parent.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def absolute(module: Module, node: ast.ImportFrom) -> str:
+    """The module an `from ... import` names, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    package = module.name.split(".")
+    if module.path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - node.level + 1]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def check_exact(found: AbstractSet[object], known: AbstractSet[object], what: str) -> None:
+    """`found` is exactly `known`: nothing new, and nothing listed that is gone."""
+    lines = []
+    if new := sorted(map(str, found - known)):
+        lines += [f"new {what}:", *(f"  {entry}" for entry in new)]
+    if gone := sorted(map(str, known - found)):
+        lines += [f"listed, but no longer found (delete from the list) {what}:"]
+        lines += [f"  {entry}" for entry in gone]
+    assert not lines, "\n".join(lines)
+
+
+def test_no_module_over_500_lines() -> None:
+    oversized = {relative(m.path): m.lines for m in modules() if m.lines > MAX_LINES}
+    check_exact(set(oversized), KNOWN_OVERSIZED, f"modules over {MAX_LINES} lines: {oversized}")
+
+
+def private_imports(module: Module) -> Iterator[tuple[str, str, str]]:
+    for node in ast.walk(module.tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        source = absolute(module, node)
+        if not is_module(source):
+            continue
+        for alias in node.names:
+            name = alias.name
+            if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                yield module.name, source, name
+
+
+def test_no_private_name_imported_across_modules() -> None:
+    found = {entry for module in modules() for entry in private_imports(module)}
+    check_exact(found, KNOWN_PRIVATE_IMPORTS, "private names imported from another module")
+
+
+def function_imports(module: Module) -> Iterator[tuple[str, str, str]]:
+    """(module, qualified function name, imported module) of each import statement inside a
+    function (importlib calls are mechanisms, e.g. explain/__init__.py, edge/slim_client.py,
+    not counted)."""
+
+    def visit(
+        node: ast.AST, scope: tuple[str, ...], in_function: bool
+    ) -> Iterator[tuple[str, str, str]]:
+        for child in ast.iter_child_nodes(node):
+            where = ".".join(scope)
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield from visit(child, (*scope, child.name), True)
+                continue
+            if isinstance(child, ast.ClassDef):
+                yield from visit(child, (*scope, child.name), in_function)
+                continue
+            if in_function and isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield module.name, where, alias.name
+            elif in_function and isinstance(child, ast.ImportFrom):
+                source = absolute(module, child)
+                for alias in child.names:
+                    name = f"{source}.{alias.name}"
+                    yield module.name, where, name if is_module(name) else source
+            yield from visit(child, scope, in_function)
+
+    return visit(module.tree, (), False)
+
+
+def test_imports_inside_functions_are_for_start_up_time() -> None:
+    found = {entry for module in modules() for entry in function_imports(module)}
+    check_exact(
+        found - set(STARTUP_IMPORTS),
+        KNOWN_FUNCTION_IMPORTS,
+        "imports inside functions (move them to module level, or list them in "
+        "STARTUP_IMPORTS with the start-up time they save)",
+    )
+    check_exact(found & set(STARTUP_IMPORTS), set(STARTUP_IMPORTS), "start-up imports")
+    assert all(reason.strip() for reason in STARTUP_IMPORTS.values())
