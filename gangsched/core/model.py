@@ -52,7 +52,8 @@ class MatchPolicy(StrEnum):
 
 
 class GangMode(StrEnum):
-    """Koordinator's gang mode; here both give the same all-or-nothing result (see README)."""
+    """Koordinator's gang mode; here both give the same all-or-nothing result (see
+    docs/concepts/dialects.md)."""
 
     STRICT = "Strict"
     NON_STRICT = "NonStrict"

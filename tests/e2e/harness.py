@@ -61,7 +61,7 @@ def manifest_config(**overrides: Any) -> dict[str, Any]:
 
 
 def install(cluster: Cluster) -> None:
-    """`kubectl apply -f crds/ -f manifests/`, as the README says (idempotent)."""
+    """`kubectl apply -f crds/ -f manifests/`, as docs/operations/install.md says (idempotent)."""
     cluster.kubectl("apply", "-f", str(REPO_ROOT / "crds"))
     cluster.kubectl("wait", "--for", "condition=Established", "--timeout=60s", "crd", "--all")
     cluster.kubectl("apply", "-f", str(MANIFESTS))

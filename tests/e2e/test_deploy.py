@@ -38,7 +38,7 @@ APP = {"app.kubernetes.io/name": "gangsched", "app.kubernetes.io/component": "sc
 async def test_manifests_apply_and_describe_a_production_deployment(
     cluster: Cluster, kube: Kube
 ) -> None:
-    install(cluster)  # the README's `kubectl apply -f crds/ -f manifests/`
+    install(cluster)  # docs/operations/install.md's `kubectl apply -f crds/ -f manifests/`
     dry = cluster.kubectl(
         "apply", "--server-side", "--force-conflicts", "--dry-run=server",
         "-f", str(REPO_ROOT / "crds"), "-f", str(MANIFESTS),
