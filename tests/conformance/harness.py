@@ -395,7 +395,8 @@ _F = TypeVar("_F", bound=Callable[..., None])
 
 def fails_with(strategy: str, reason: str) -> Callable[[_F], _F]:
     """Strict expected failure of a case under one preemption strategy only (the `strategy`
-    fixture in conftest.py applies it); the README table counts it with the strategy named."""
+    fixture in conftest.py applies it); the table in docs/conformance.md counts it with the
+    strategy named."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy}")
 
