@@ -48,6 +48,21 @@ check: lint typecheck contracts
 unit: venv
 	$(PY) -m pytest -m 'not e2e' -q
 
+# Every property test (hypothesis; e2e aside) with fresh random examples: the `fuzz` profile
+# of tests/conftest.py, each test's max_examples times FUZZ_SCALE and a new seed per run
+# (`make test` runs the same properties derandomized, the same examples every time, so it
+# never fails by chance). Run it before resolving any change to the core. A failure prints
+# its example, the @reproduce_failure blob and the seed: `make fuzz FUZZ_SEED=N` replays it.
+.PHONY: fuzz
+FUZZ_SCALE ?= 5
+FUZZ_SEED ?=
+fuzz: venv
+	@seed="$(FUZZ_SEED)"; seed="$${seed:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"; \
+	echo "make fuzz: seed $$seed, max_examples x$(FUZZ_SCALE)"; \
+	GANGSCHED_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -q -p no:cacheprovider \
+		--hypothesis-profile=fuzz --hypothesis-seed=$$seed -m 'hypothesis and not e2e' tests \
+	|| { echo "make fuzz: failed; replay: make fuzz FUZZ_SEED=$$seed FUZZ_SCALE=$(FUZZ_SCALE)"; exit 1; }
+
 test: venv k8s-binaries check
 	$(PY) -m pytest -q -m 'not image and not clients'
 

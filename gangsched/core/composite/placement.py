@@ -87,6 +87,12 @@ class TreePlacement:
         )
         #: This placement is itself the packing pass of _least_fragmented (no second one).
         self.packing = False
+        #: This placement is a constrained level's subtree inside the pass of a larger tree
+        #: (_subtree_in_a_domain): it keeps the first placement it finds. The choice of the
+        #: least fragmented placement is made once, over whole trees, by the placement of the
+        #: root: one made here would change the room the level's later siblings have left, so
+        #: whether the tree fits would depend on it.
+        self.subtree = False
 
     def ancestors_within(self, node: TreeNode) -> list[TreeNode]:
         """The levels above `node` up to this placement's root (a subtree stops there)."""
@@ -234,6 +240,13 @@ class TreePlacement:
             # "at least one pod must be scheduled" turns this into Unschedulable.
             return failure_result(self, first, nothing_placed=True)
         if self.nested_constraints:
+            # The tree-wide searches know no domains: what remains is the same level-by-level
+            # pass with nodes in use scored first (_packed), which leaves other room to the
+            # levels after a constrained one. It is the least fragmented candidate already.
+            packed = None if self.packing else self._packed()
+            if packed is not None:
+                return self._success(packed, "greedy-packing", extended=True)
+            snap.rollback(mark)
             return failure_result(self, first)
         searches: tuple[tuple[str, Callable[[], Attempt | None]], ...] = (
             ("which-children", lambda: subset_search(self, leaf_orders(self)[0])),
@@ -269,13 +282,15 @@ class TreePlacement:
         tightest-first pod-by-pod search, or, where a level below the root or a leaf has a
         topology constraint (that search knows no domains), from the same level-by-level pass
         with nodes in use scored first (_packed): each constrained level then keeps its
-        domain, and every constrained level's own placement below makes the same comparison.
-        The loser is rolled back; the first one is found again by re-running its
-        deterministic search on the same snapshot."""
+        domain. The comparison is made here only, between whole trees: a constrained level
+        below keeps the first placement it finds (`subtree`), as its choice would decide what
+        its later siblings have left, and so whether the tree fits at all. The loser is rolled
+        back; the first one is found again by re-running its deterministic search on the same
+        snapshot."""
         snap = self.snap
         self._extend(self.tree, found)
         score = _rank(snap, found)
-        if score[1] == 0 or self.packing or self.placer.config.search_budget <= 0:
+        if score[1] == 0 or self.packing or self.subtree or self.placer.config.search_budget <= 0:
             return self._success(found, strategy, extended=True)
         snap.rollback(mark)
         if self.nested_constraints or self.leaf_topology:
@@ -368,6 +383,7 @@ class TreePlacement:
                 outer=mask,
             )
             inner.packing = self.packing
+            inner.subtree = True
             return inner.place(allow_empty=True)
 
         def take(domain: Domain, result: CycleResult) -> bool:

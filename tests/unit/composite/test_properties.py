@@ -16,7 +16,7 @@ import itertools
 from dataclasses import dataclass
 from unittest.mock import patch
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
@@ -254,6 +254,55 @@ def test_the_chosen_placement_is_never_more_fragmented_than_the_greedy_one(tree:
     assert rank(chosen_reports[0]) <= rank(greedy_reports[0])
 
 
+def _members(group: str, count: int, cpu: int, start: float) -> list[Pod]:
+    return [
+        pod(f"{group}-{i}", group=group, dialect=Dialect.UPSTREAM, cpu=cpu, created=start + i)
+        for i in range(count)
+    ]
+
+
+def rack_level_and_a_sibling(g1_min: int, root_min: int | None) -> Tree:
+    """Found with --hypothesis-seed=15 (issue 29): a rack-constrained level over leaf g0 (three
+    1-CPU pods, minCount 2) and a sibling leaf g1 (two 2-CPU pods) under the root, on nodes of
+    4, 3 and 1 CPUs (3, 2, 1 pods) in one rack. The level used to keep its own least
+    fragmented placement, g0 packed onto n0: with g1_min=2 nothing was left for g1 (the tree
+    was unschedulable, the first placement found places it), with g1_min=1 g1 opened a third
+    node (the first placement found opens two)."""
+    nodes = [
+        node("n0", cpu=4, pods=3, labels={RACK: "r0"}),
+        node("n1", cpu=3, pods=2, labels={RACK: "r0"}),
+        node("n2", cpu=1, pods=1, labels={RACK: "r0"}),
+    ]
+    level = cpg("root-c0", parent="root", created=1.0)
+    level.topology_key = RACK
+    g0 = leaf("g0", 2, parent="root-c0", created=1.0)
+    g1 = leaf("g1", g1_min, parent="root", created=5.0)
+    pods = _members("g0", 3, 1, 2.0) + _members("g1", 2, 2, 6.0)
+    return Tree(nodes, pods, [g0, g1], [cpg("root", root_min), level])
+
+
+def rack_level_and_two_siblings() -> Tree:
+    """Found with --hypothesis-seed=17 (issue 29): the root needs all three children: a
+    rack-constrained level over g0 (two 1-CPU pods, its own rack constraint), g1 (two 1-CPU
+    pods) and g2 (one 2-CPU pod), on n0 (2 CPUs, 2 pods) and n1 (4 CPUs, 3 pods), exactly
+    full. Spread by the default scorer, g0 and g1 leave no node with 2 CPUs for g2; the tree
+    fitted only when the level's own least-fragmented choice happened to pack g0 onto n0
+    (the first placement found said unschedulable). The packing pass is now the cycle's
+    fallback there, whichever placement the levels keep."""
+    nodes = [
+        node("n0", cpu=2, pods=2, labels={RACK: "r0"}),
+        node("n1", cpu=4, pods=3, labels={RACK: "r0"}),
+    ]
+    level = cpg("root-c0", parent="root", created=1.0)
+    level.topology_key = RACK
+    g0 = leaf("g0", 1, parent="root-c0", created=1.0)
+    g0.topology = TopologyRequest(required=RACK)
+    g1 = leaf("g1", 1, parent="root", created=4.0)
+    g2 = leaf("g2", 1, parent="root", created=7.0)
+    pods = _members("g0", 2, 1, 2.0) + _members("g1", 2, 1, 5.0) + _members("g2", 1, 2, 8.0)
+    return Tree(nodes, pods, [g0, g1, g2], [cpg("root", 3), level])
+
+
 def racks_below(state: ClusterState, name: str) -> set[str]:
     """The racks of the bound pods of the leaf or the composite level `name`."""
     children = state.tree_children()
@@ -275,6 +324,9 @@ def racks_below(state: ClusterState, name: str) -> set[str]:
 
 @SETTINGS
 @given(trees(max_pods=5, constrained=True))
+@example(rack_level_and_a_sibling(g1_min=2, root_min=2))
+@example(rack_level_and_a_sibling(g1_min=1, root_min=None))
+@example(rack_level_and_two_siblings())
 def test_constraints_below_the_root_hold_and_the_chosen_placement_is_never_more_fragmented(
     tree: Tree,
 ) -> None:

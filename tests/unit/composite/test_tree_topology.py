@@ -233,3 +233,55 @@ def test_zones_no_member_may_use_do_not_use_up_the_domain_budget() -> None:
     reports = run(state)
     assert reports[0].result == SCHEDULED, reports[0].message
     assert {p.node_name for p in state.pods.values()} == {"gpu"}
+
+
+# -- whether a tree fits never depends on the least fragmented choice (issue 29) --------------
+def test_a_constrained_level_keeps_the_room_its_later_siblings_need() -> None:
+    """A rack-constrained level over g0 (three 1-CPU pods, minCount 2), then g1 (two 2-CPU
+    pods, minCount 2), both needed by the root, on n0, n1, n2 (4, 3, 1 CPUs; 3, 2, 1 pods).
+    The level used to keep its own least fragmented placement, g0 packed onto n0, and g1 then
+    fitted nowhere: the tree was unschedulable though the first placement found places it.
+    The least fragmented choice is made over the whole tree only."""
+    n = [
+        node("n0", cpu=4, pods=3, labels={RACK: "r0"}),
+        node("n1", cpu=3, pods=2, labels={RACK: "r0"}),
+        node("n2", cpu=1, pods=1, labels={RACK: "r0"}),
+    ]
+    level = cpg("level", parent="job", created=1)
+    level.topology_key = RACK
+    g0 = leaf("g0", 2, parent="level", created=1)
+    g1 = leaf("g1", 2, parent="job", created=5)
+    pods = [*members("g0", 3, start=2), *members("g1", 2, start=6, cpu=2)]
+    state = tree_cluster(n, pods, [g0, g1], [cpg("job", 2), level])
+    reports = run(state)
+    assert [r.result for r in reports] == [SCHEDULED], reports[0].message
+    assert all(p.node_name is not None for p in state.pods.values())
+
+
+def test_where_the_greedy_pass_fails_below_a_constrained_level_the_packing_pass_runs() -> None:
+    """The root needs a rack-constrained level over g0 (two 1-CPU pods), g1 (two 1-CPU pods)
+    and g2 (one 2-CPU pod) on n0 (2 CPUs, 2 pods) and n1 (4 CPUs, 3 pods): it fits exactly.
+    Spread by the default scorer, g0 and g1 leave no node with 2 CPUs for g2; the tree-wide
+    searches know no domains, so the level-by-level pass with nodes in use scored first is
+    the fallback (before, the tree fitted only through the level's own packing choice)."""
+    n = [
+        node("n0", cpu=2, pods=2, labels={RACK: "r0"}),
+        node("n1", cpu=4, pods=3, labels={RACK: "r0"}),
+    ]
+    level = cpg("level", parent="job", created=1)
+    level.topology_key = RACK
+    g0 = leaf("g0", 1, parent="level", created=1)
+    g1 = leaf("g1", 1, parent="job", created=4)
+    g2 = leaf("g2", 1, parent="job", created=7)
+    pods = [*members("g0", 2, start=2), *members("g1", 2, start=5), *members("g2", 1, 8, cpu=2)]
+    state = tree_cluster(n, pods, [g0, g1, g2], [cpg("job", 3), level])
+    reports = run(state)
+    assert [r.result for r in reports] == [SCHEDULED], reports[0].message
+    assert reports[0].strategy == "greedy-packing"
+    assert placed_nodes(state) == {
+        "g0-0": "n0",
+        "g0-1": "n0",
+        "g1-0": "n1",
+        "g1-1": "n1",
+        "g2-0": "n1",
+    }
