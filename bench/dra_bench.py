@@ -110,7 +110,7 @@ def build(nodes: int, pods_per_gang: int, gangs: int, *, claims: bool = True) ->
     gpu_class = DeviceClass(name="gpu", selectors=(f'device.driver == "{DRIVER}"',))
     dra = DraState.build(classes=[gpu_class], slices=slices, claims=resource_claims)
     return ClusterState.build(
-        scheduler_name="gangsched", nodes=node_list, pods=pods, groups=groups, dra=dra
+        scheduler_name="gangsched", nodes=node_list, pods=pods, groups=groups, extensions=[dra]
     )
 
 

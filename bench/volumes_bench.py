@@ -127,7 +127,7 @@ def build(workload: str, nodes: int, gangs: int) -> ClusterState:
             )
     book.replace_volumes(volumes)
     return ClusterState.build(
-        scheduler_name="gangsched", nodes=node_list, pods=pods, groups=groups, volumes=book
+        scheduler_name="gangsched", nodes=node_list, pods=pods, groups=groups, extensions=[book]
     )
 
 

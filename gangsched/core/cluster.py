@@ -21,7 +21,6 @@ from gangsched.core.composite.tree import (
     leaves_below,
     root_of,
 )
-from gangsched.core.dra.state import DraState
 from gangsched.core.model import (
     Dialect,
     DisruptionBudget,
@@ -32,9 +31,9 @@ from gangsched.core.model import (
     PodGroup,
     PriorityClass,
 )
+from gangsched.core.reservations import CycleExtension, Extensions
 from gangsched.core.snapshot import Snapshot
 from gangsched.core.topology.request import GatherRule, TopologyRequest
-from gangsched.core.volumes.book import VolumeBook
 
 
 @dataclass(slots=True)
@@ -49,9 +48,6 @@ class ClusterState:
     members: defaultdict[GroupRef, dict[str, Pod]] = field(
         default_factory=lambda: defaultdict(dict)
     )
-    #: Dynamic Resource Allocation; None where the driver cannot write claims back (pods
-    #: with resource claims are then unschedulable, never bound without their devices).
-    dra: DraState | None = None
     #: scheduling.k8s.io/v1alpha3 CompositePodGroups: the inner levels of PodGroup trees.
     composites: dict[GroupRef, CompositePodGroup] = field(default_factory=dict)
     #: Koordinator's ClusterNetworkTopology layers (None while none exists): an annotation
@@ -76,11 +72,13 @@ class ClusterState:
         priority_classes: Iterable[PriorityClass] = (),
         budgets: Iterable[DisruptionBudget] = (),
         namespaces: dict[str, dict[str, str]] | None = None,
-        volumes: VolumeBook | None = None,
-        dra: DraState | None = None,
+        extensions: Iterable[CycleExtension[Snapshot]] = (),
         composites: Iterable[CompositePodGroup] = (),
         network_topology: NetworkTopology | None = None,
     ) -> ClusterState:
+        """`extensions`: what cycles reserve beside the nodes (gangsched.core.reservations),
+        e.g. the volume state and, where claims can be written back, the DRA state (pods
+        with resource claims are unschedulable without it, never bound without devices)."""
         state = cls(scheduler_name=scheduler_name, network_topology=network_topology)
         state.composites = {composite.ref: composite for composite in composites}
         state.nodes = {node.name: node for node in nodes}
@@ -90,13 +88,10 @@ class ClusterState:
         state.budgets = {pdb.key: pdb for pdb in budgets}
         state.snapshot = Snapshot.build(state.nodes.values(), state.pods.values())
         state.snapshot.namespace_labels = dict(namespaces or {})
-        if volumes is not None:
-            state.snapshot.volumes = volumes
-        state.dra = dra
-        state.snapshot.claims = dra
+        state.snapshot.extensions = Extensions(extensions)
         for pod in state.pods.values():
             state._index(pod)
-            state.snapshot.volumes.pod_changed(None, pod)
+            state.snapshot.pod_changed(None, pod)
         return state
 
     # --------------------------------------------------------------------------- questions
@@ -235,8 +230,7 @@ class ClusterState:
             self.snapshot.commit()
         self.pods[pod.key] = pod
         self._index(pod)
-        if old is not None or pod.volume_claims:
-            self.snapshot.volumes.pod_changed(old, pod)
+        self.snapshot.pod_changed(old, pod)
         if pod.holds_resources and pod.node_name in self.snapshot.index:
             self.snapshot.place(pod, self.snapshot.index[pod.node_name])
 
@@ -246,7 +240,7 @@ class ClusterState:
             if pod.node_name is not None or pod.nominated_node_name is not None:
                 self.freeing += 1
             self._unindex(pod)
-            self.snapshot.volumes.pod_changed(pod, None)
+            self.snapshot.pod_changed(pod, None)
             self.snapshot.unplace(pod)
             self.snapshot.clear_nomination(key)
             self.snapshot.commit()

@@ -23,12 +23,10 @@ from gangsched.core.cycle import (
 )
 from gangsched.core.decisions import (
     Bind,
-    BindVolume,
     Decision,
     Event,
     GroupOutcome,
     Nominate,
-    SelectNode,
     SetCondition,
 )
 from gangsched.core.framework import Framework
@@ -313,37 +311,15 @@ class Scheduler:
 
     # -------------------------------------------------------------------------------- results
     def _scheduled(self, gang: Gang, result: CycleResult, pods: list[str]) -> CycleReport:
-        decisions: list[Decision] = []
-        if self.cluster.dra is not None:
-            # Claims are written (allocation, reservedFor) before any pod of the gang binds.
-            decisions.extend(self.cluster.dra.take_decisions())
+        snap = self.cluster.snapshot
+        # What the cycle reserved beside the nodes (claims' devices, volumes) comes first:
+        # the edge writes all of it before binding any pod of the gang.
+        decisions: list[Decision] = snap.write_backs()
         placed: set[str] = set()
         assigned: list[tuple[Pod, str]] = []
-        book = self.cluster.snapshot.volumes
         for pod, node in result.placements:
-            node_name = self.cluster.snapshot.nodes[node].name
-            # Volume decisions first: the edge writes them all before binding any pod.
-            for claim in book.take_decisions(pod.key):
-                if claim.volume:
-                    decisions.append(
-                        BindVolume(
-                            pod=pod.key,
-                            node=node_name,
-                            claim=claim.claim,
-                            claim_uid=claim.claim_uid,
-                            volume=claim.volume,
-                            volume_resource_version=claim.volume_resource_version,
-                        )
-                    )
-                else:
-                    decisions.append(
-                        SelectNode(
-                            pod=pod.key,
-                            node=node_name,
-                            claim=claim.claim,
-                            claim_uid=claim.claim_uid,
-                        )
-                    )
+            node_name = snap.nodes[node].name
+            decisions += snap.pod_write_backs(pod, node_name)
             if pod.nominated_node_name is not None:
                 # The reservation is used: clear it so status shows no stale nomination.
                 decisions.append(Nominate(pod=pod.key, uid=pod.uid, node=None))
@@ -351,7 +327,6 @@ class Scheduler:
             placed.add(pod.key)
             decisions.append(Bind(pod=pod.key, uid=pod.uid, node=node_name, group=gang.key))
             assigned.append((pod, node_name))
-        book.committed()
         if assigned:
             decisions.append(_scheduled_event(gang, assigned))
         leftover = False

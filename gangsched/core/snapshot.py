@@ -5,21 +5,27 @@ resource) so that "which nodes fit this pod" is one vectorised comparison over e
 instead of a Python loop. The snapshot is long-lived and updated incrementally by its owner
 (the cluster cache); a cycle takes a checkpoint, assumes pods, and either keeps the result or
 rolls back to the checkpoint, so a failed group leaves no trace and taking a snapshot is O(1).
+
+What a pod needs decided beside its node (volumes, DRA devices) belongs to the snapshot's
+extensions (gangsched.core.reservations): each reserves with the placements, is journaled and
+rolled back with them, and hands the edge what to write before the pods bind. The snapshot
+knows the protocol only, never an extension.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from gangsched.core.decisions import Decision
 from gangsched.core.model import GroupRef, Node, Pod, PodAffinityTerm
 from gangsched.core.pod_counts import PodCounts, TermCounts, scoring_terms
+from gangsched.core.reservations import Extensions, Undo
 from gangsched.core.resources import PODS, STANDARD_RESOURCES
-from gangsched.core.volumes.book import VolumeBook
 
 IntMatrix = npt.NDArray[np.int64]
 IntVector = npt.NDArray[np.int64]
@@ -27,23 +33,8 @@ BoolVector = npt.NDArray[np.bool_]
 FloatMatrix = npt.NDArray[np.float64]
 
 _ADD, _REMOVE, _NOMINATE, _UNNOMINATE = range(4)
-#: A journal entry: a placement change, or an undo registered by a capability's planner.
-_Entry = tuple[int, Pod, int] | Callable[[], None]
-
-
-class ClaimHook(Protocol):
-    """Resource claims that follow pods in and out of the snapshot (Dynamic Resource
-    Allocation): assuming a pod allocates and reserves its claims, removing a bound pod in a
-    preemption dry run frees the devices of claims only it used. Each call that changed
-    something returns True and is undone, in reverse order, by one `undo`."""
-
-    def assume(self, pod: Pod, node: Node) -> bool: ...
-
-    def release(self, pod: Pod) -> bool: ...
-
-    def undo(self) -> None: ...
-
-    def commit(self) -> None: ...
+#: A journal entry: a placement change, or the undo of a change an extension made.
+_Entry = tuple[int, Pod, int] | Undo
 
 
 @dataclass(slots=True)
@@ -68,8 +59,8 @@ class Snapshot:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Bumped whenever node labels, taints or the node set change: invalidates cached masks.
     node_generation: int = 0
-    #: PVCs, PVs and the volume decisions of the cycle (gangsched.core.volumes).
-    volumes: VolumeBook = field(default_factory=VolumeBook)
+    #: What cycles reserve beside the nodes (gangsched.core.reservations), by type.
+    extensions: Extensions[Snapshot] = field(default_factory=Extensions)
     _journal: list[_Entry] = field(default_factory=list)
     _vector_cache: dict[tuple[tuple[str, int], ...], IntVector] = field(default_factory=dict)
     _mask_cache: dict[tuple[str, Hashable], Any] = field(default_factory=dict)
@@ -80,8 +71,6 @@ class Snapshot:
     anti_affinity_pods: dict[str, tuple[Pod, int]] = field(default_factory=dict)
     #: Per node, the placed pods holding host ports: NodePorts reads only these.
     port_holders: dict[int, dict[str, Pod]] = field(default_factory=dict)
-    #: Resource claims (DRA), when the cluster has any support for them.
-    claims: ClaimHook | None = None
     #: Placed pods matching the affinity and spread plugins' questions, per node, kept
     #: current by show/hide (and so undone by rollback): a constrained gang costs O(members).
     pod_counts: PodCounts = field(default_factory=PodCounts)
@@ -277,19 +266,16 @@ class Snapshot:
 
     # ------------------------------------------------------------------- assume / rollback
     def assume(self, pod: Pod, node: int) -> None:
-        """Place a pending pod on a node for the rest of the cycle (journaled). Its volume
-        decisions (which PV, which provisioning node) are made here too, so every search
-        path and preemption's dry runs keep them consistent with the placements."""
+        """Place a pending pod on a node for the rest of the cycle (journaled). Every
+        extension reserves what the pod needs there (a PV, a provisioning node, devices)
+        here too, journaled alike, so every search path and preemption's dry runs keep
+        those decisions consistent with the placements."""
         self._place(pod, node)
         self._journal.append((_ADD, pod, node))
-        if pod.volume_claims:
-            self.volumes.reserve(self, pod, node)
-        if pod.claims and self.claims is not None and self.claims.assume(pod, self.nodes[node]):
-            self.record_undo(self.claims.undo)
-
-    def record_undo(self, undo: Callable[[], None]) -> None:
-        """Journal a change outside the placement matrices; `rollback` calls `undo`."""
-        self._journal.append(undo)
+        for extension in self.extensions:
+            undos = extension.reserve(self, pod, node)
+            if undos:
+                self._journal.extend(undos)
 
     def remove(self, pod: Pod) -> None:
         """Take a placed pod off its node (preemption dry runs, deletions); journaled."""
@@ -305,8 +291,10 @@ class Snapshot:
     def remove_at(self, pod: Pod, node: int) -> None:
         self._unplace(pod, node)
         self._journal.append((_REMOVE, pod, node))
-        if pod.claims and self.claims is not None and self.claims.release(pod):
-            self.record_undo(self.claims.undo)
+        for extension in self.extensions:
+            undos = extension.release(self, pod)
+            if undos:
+                self._journal.extend(undos)
 
     def nominate(self, pod: Pod, node: int) -> None:
         previous = self.nominated.get(pod.key)
@@ -342,8 +330,22 @@ class Snapshot:
     def commit(self) -> None:
         """Keep everything assumed since the last commit."""
         self._journal.clear()
-        if self.claims is not None:
-            self.claims.commit()
+        for extension in self.extensions:
+            extension.commit()
+
+    def write_backs(self) -> list[Decision]:
+        """What the extensions decided for the kept cycle as a whole, for the edge to write
+        before any of its pods binds."""
+        return [decision for extension in self.extensions for decision in extension.write_backs()]
+
+    def pod_write_backs(self, pod: Pod, node: str) -> list[Decision]:
+        """What the extensions decided for `pod`, placed on `node` by the kept cycle, for
+        the edge to write before the pod binds."""
+        return [
+            decision
+            for extension in self.extensions
+            for decision in extension.pod_write_backs(pod, node)
+        ]
 
     # ------------------------------------------------------------ untracked (cache) updates
     def place(self, pod: Pod, node: int) -> None:
@@ -354,6 +356,12 @@ class Snapshot:
         i = self.node_of(pod)
         if i is not None and pod.key in self.node_pods[i]:
             self._unplace(pod, i)
+
+    def pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        """The cluster's copy of a pod changed (old None: new; new None: deleted), for the
+        extensions' indexes of pods."""
+        for extension in self.extensions:
+            extension.pod_changed(old, new)
 
     def _place(self, pod: Pod, node: int) -> None:
         pods = self.node_pods[node]

@@ -144,13 +144,15 @@ class ClaimWrite:
         return "DynamicResources"
 
     def forget(self) -> None:
-        if self.cluster.dra is not None:
-            self.cluster.dra.forget_claim(self.decision.claim)
+        state = self.cluster.snapshot.extensions.get(DraState)
+        if state is not None:
+            state.forget_claim(self.decision.claim)
 
     @property
     def state(self) -> DraState:
-        assert self.cluster.dra is not None
-        return self.cluster.dra
+        state = self.cluster.snapshot.extensions.get(DraState)
+        assert state is not None  # the cycle that decided the write-back had one
+        return state
 
     async def write(self, kube: Kube) -> None:
         d = self.decision

@@ -34,13 +34,20 @@ RESOURCE_API = "/apis/resource.k8s.io/v1"
 class DraCache:
     cache: ClusterCache
 
+    def enable(self) -> DraState:
+        """The snapshot's DRA state, registered with it now if it has none: from then on
+        pods' claims are allocated (without it, pods with claims stay unschedulable). The
+        operator does this before the informers start, where resource.k8s.io/v1 is served."""
+        extensions = self.cache.cluster.snapshot.extensions
+        dra = extensions.get(DraState)
+        if dra is None:
+            dra = DraState()
+            extensions.add(dra)
+        return dra
+
     @property
     def state(self) -> DraState:
-        dra = self.cache.cluster.dra
-        if dra is None:  # the operator sets one up before the informers start
-            dra = self.cache.cluster.dra = DraState()
-            self.cache.cluster.snapshot.claims = dra
-        return dra
+        return self.enable()
 
     def _handler(
         self,

@@ -36,7 +36,13 @@ class VolumeCache:
 
     @property
     def book(self) -> VolumeBook:
-        return self.cache.cluster.snapshot.volumes
+        """The snapshot's VolumeBook, registered with it on first use."""
+        extensions = self.cache.cluster.snapshot.extensions
+        book = extensions.get(VolumeBook)
+        if book is None:
+            book = VolumeBook()
+            extensions.add(book)
+        return book
 
     def _changed(self) -> None:
         self.cache.changed()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import BindVolume, SelectNode
+from gangsched.core.volumes.book import volume_book
 from gangsched.core.volumes.model import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from gangsched.edge.kube import Kube, KubeError
 from gangsched.edge.prebind import CONFIRMED, PENDING, Check, WriteBack, failed
@@ -48,11 +49,11 @@ class ClaimRefWrite:
         return "VolumeBinding"
 
     def forget(self) -> None:
-        self.cluster.snapshot.volumes.forget(self.decision.claim)
+        volume_book(self.cluster.snapshot).forget(self.decision.claim)
 
     async def write(self, kube: Kube) -> None:
         d = self.decision
-        book = self.cluster.snapshot.volumes
+        book = volume_book(self.cluster.snapshot)
         book.seen_claim_ref.pop(d.volume, None)
         volume = book.volumes.get(d.volume)
         if volume is not None and volume.claim_ref is not None and volume.claim_ref.key == d.claim:
@@ -79,7 +80,7 @@ class ClaimRefWrite:
         )
 
     def check(self) -> Check:
-        book = self.cluster.snapshot.volumes
+        book = volume_book(self.cluster.snapshot)
         claim = book.claims.get(self.decision.claim)
         if claim is None or claim.uid != self.decision.claim_uid:
             return failed(f"PersistentVolumeClaim {self.decision.claim} was deleted")
@@ -103,7 +104,7 @@ class ClaimRefWrite:
         return PENDING
 
     async def undo(self, kube: Kube) -> None:
-        book = self.cluster.snapshot.volumes
+        book = volume_book(self.cluster.snapshot)
         book.forget(self.decision.claim)
         claim = book.claims.get(self.decision.claim)
         volume = book.volumes.get(self.decision.volume)
@@ -137,10 +138,10 @@ class SelectedNodeWrite:
         return "VolumeBinding"
 
     def forget(self) -> None:
-        self.cluster.snapshot.volumes.forget(self.decision.claim)
+        volume_book(self.cluster.snapshot).forget(self.decision.claim)
 
     async def write(self, kube: Kube) -> None:
-        book = self.cluster.snapshot.volumes
+        book = volume_book(self.cluster.snapshot)
         book.seen_selected_node.pop(self.decision.claim, None)
         claim = book.claims.get(self.decision.claim)
         if claim is not None and claim.selected_node == self.decision.node:
@@ -157,7 +158,7 @@ class SelectedNodeWrite:
         )
 
     def check(self) -> Check:
-        book = self.cluster.snapshot.volumes
+        book = volume_book(self.cluster.snapshot)
         claim = book.claims.get(self.decision.claim)
         if claim is None or claim.uid != self.decision.claim_uid:
             return failed(f"PersistentVolumeClaim {self.decision.claim} was deleted")
@@ -176,7 +177,7 @@ class SelectedNodeWrite:
         return PENDING
 
     async def undo(self, kube: Kube) -> None:
-        book = self.cluster.snapshot.volumes
+        book = volume_book(self.cluster.snapshot)
         book.forget(self.decision.claim)
         claim = book.claims.get(self.decision.claim)
         if claim is None or claim.is_bound or claim.selected_node != self.decision.node:

@@ -157,7 +157,7 @@ class Watches:
         except Exception as exc:  # not served (404) or unreachable: no DRA this run
             log.warning("resource.k8s.io/v1 not served; no DRA", error=str(exc) or repr(exc))
             return
-        self.cache.cluster.dra = self.dra_cache.state
+        self.dra_cache.enable()
         for name, path, handler in DRA_INFORMERS:
             self._add(name, path, handler(self.dra_cache), optional=True)
 

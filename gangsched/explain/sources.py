@@ -202,7 +202,7 @@ async def from_cluster(kube: Kube, *, scheduler_name: str) -> ClusterRead:
         pass
     else:
         dra_cache = DraCache(cache)
-        cache.cluster.dra = dra_cache.state
+        dra_cache.enable()
         for dra_name, dra_path, dra_handler in DRA_INFORMERS:
             dra_handler(dra_cache).replace(await _list(kube, dra_path, dra_name))
     read.problems = dict(cache.problems)

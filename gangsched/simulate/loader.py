@@ -93,8 +93,8 @@ def load_cluster(paths: Sequence[str], *, scheduler_name: str) -> ClusterState:
         priority_classes=inventory.priority_classes,
         budgets=inventory.budgets,
         namespaces=inventory.namespaces,
-        volumes=inventory.volumes,
-        dra=dra_state(inventory),
+        # Volumes and DRA: what cycles reserve beside the nodes (their extensions).
+        extensions=[inventory.volumes, dra_state(inventory)],
         network_topology=inventory.network_topology,
     )
 

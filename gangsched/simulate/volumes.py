@@ -13,13 +13,14 @@ import dataclasses
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import BindVolume, SelectNode
 from gangsched.core.labels import NodeSelectorTerm, Requirement
+from gangsched.core.volumes.book import volume_book
 from gangsched.core.volumes.matching import HOSTNAME_LABEL
 from gangsched.core.volumes.model import ClaimRef, PersistentVolume, PersistentVolumeClaim
 
 
 def carry_out(decision: BindVolume | SelectNode, cluster: ClusterState) -> dict[str, str]:
     """Apply one volume decision; returns what `-o json` reports for the claim."""
-    book = cluster.snapshot.volumes
+    book = volume_book(cluster.snapshot)
     claim = book.claims.get(decision.claim)
     if claim is None:  # pragma: no cover - the cycle only decides claims it has
         return {}
@@ -36,7 +37,7 @@ def carry_out(decision: BindVolume | SelectNode, cluster: ClusterState) -> dict[
 def _provision(cluster: ClusterState, claim: PersistentVolumeClaim, node: str) -> PersistentVolume:
     """What an external-provisioner creates: a PV of the claim's size and class reachable
     from the selected node (by its hostname label, as CSI topology usually is)."""
-    book = cluster.snapshot.volumes
+    book = volume_book(cluster.snapshot)
     storage_class = book.storage_class(claim)
     node_obj = cluster.nodes.get(node)
     hostname = node_obj.labels.get(HOSTNAME_LABEL) if node_obj is not None else None
@@ -62,7 +63,7 @@ def _provision(cluster: ClusterState, claim: PersistentVolumeClaim, node: str) -
 
 
 def _bind(cluster: ClusterState, claim: PersistentVolumeClaim, volume: PersistentVolume) -> None:
-    book = cluster.snapshot.volumes
+    book = volume_book(cluster.snapshot)
     book.upsert_volume(
         dataclasses.replace(
             volume,

@@ -193,7 +193,7 @@ def cluster(
         groups=groups,
         budgets=budgets,
         priority_classes=priority_classes,
-        volumes=volumes,
+        extensions=[] if volumes is None else [volumes],
     )
 
 

@@ -1,11 +1,13 @@
 """The cluster's DRA state for the scheduler: objects, devices in use, and in-flight claims.
 
-One instance lives in `ClusterState` and is the snapshot's claim hook: when the cycle assumes a
-pod on a node, its unallocated claims are allocated there at once (journaled like the pod), so
-the next gang member sees those devices taken and a claim shared by several members is
-allocated once and only reserved by the others. A rollback undoes both. When the cycle's
-result is committed the allocations become the claims' assumed state and are handed out as
-`AllocateClaim` decisions, which the edge writes before binding any pod.
+One instance is registered with the snapshot as one of its extensions
+(gangsched.core.reservations), where the cluster can have claims written back: when the cycle
+assumes a pod on a node, its unallocated claims are allocated there at once (the undo
+journaled with the pod), so the next gang member sees those devices taken and a claim shared
+by several members is allocated once and only reserved by the others. A rollback undoes both.
+When the cycle's result is committed the allocations become the claims' assumed state and
+are handed out as `AllocateClaim` decisions (`write_backs`), which the edge writes before
+binding any pod.
 
 Answers are cached by what decides them: the node's devices (their kinds and whether each is
 free) and the claim specs to allocate. Identical nodes and identical gang members (claims from
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
 from gangsched.core.api.inventory import Inventory as ApiInventory
-from gangsched.core.decisions import AllocateClaim
+from gangsched.core.decisions import AllocateClaim, Decision
 from gangsched.core.dra.allocator import (
     AllocationError,
     ClaimToAllocate,
@@ -43,6 +46,8 @@ from gangsched.core.dra.model import (
 )
 from gangsched.core.dra.results import allocation_of_picks
 from gangsched.core.model import Node, Pod
+from gangsched.core.reservations import Undo
+from gangsched.core.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,9 @@ class Verdict:
 
 
 @dataclass(slots=True)
-class _Undo:
+class _Changes:
+    """What one `reserve` or `release` changed, for `_revert` to take back."""
+
     allocated: list[str] = field(default_factory=list)
     reserved: list[str] = field(default_factory=list)
     released: list[tuple[str, Allocation]] = field(default_factory=list)
@@ -81,7 +88,6 @@ class DraState:
     _holders: dict[int, set[str]] = field(default_factory=dict)
     _node_devices: dict[str, tuple[Node, NodeDevices]] = field(default_factory=dict)
     feasibility: FeasibilityCache = field(default_factory=FeasibilityCache)
-    _undo: list[_Undo] = field(default_factory=list)
     #: Claims whose committed decision the API server has not shown yet: key -> what the
     #: decision writes (an allocation, pods' uids for reservedFor).
     _assumed: dict[str, tuple[bool, frozenset[str]]] = field(default_factory=dict)
@@ -315,14 +321,36 @@ class DraState:
         except AllocationError as error:
             return str(error)
 
-    # ------------------------------------------------------------------ snapshot hooks
-    def assume(self, pod: Pod, node: Node) -> bool:
-        """Allocate and reserve the pod's claims for `node` (journaled: `undo` reverts)."""
+    # --------------------------------------------------------- the snapshot's extension
+    def reserve(self, snap: Snapshot, pod: Pod, node: int) -> Sequence[Undo]:
+        """Allocate and reserve the pod's claims for node index `node`; the undo."""
+        if not pod.claims:
+            return ()
+        changes = self._assume(pod, snap.nodes[node])
+        return () if changes is None else (partial(self._revert, changes),)
+
+    def release(self, snap: Snapshot, pod: Pod) -> Sequence[Undo]:
+        """A preemption dry run removed `pod`: claims reserved for it alone free their
+        devices (the resourceclaim controller deallocates them once the pod is gone)."""
+        if not pod.claims:
+            return ()
+        changes = self._release(pod)
+        return () if changes is None else (partial(self._revert, changes),)
+
+    def pod_write_backs(self, pod: Pod, node: str) -> list[Decision]:
+        return []  # claims are written for the cycle as a whole (`write_backs`)
+
+    def pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        pass  # claims name their pods (reservedFor); no index of pods to keep
+
+    def _assume(self, pod: Pod, node: Node) -> _Changes | None:
+        """Allocate and reserve the pod's claims for `node`; what reverts it (None: no
+        change, the claims cannot be used or allocated there)."""
         try:
             claims = self.pod_claims(pod)
         except ClaimProblem:
-            return False
-        undo = _Undo()
+            return None
+        undo = _Changes()
         for claim in claims:
             # A preemption dry run putting a victim back: its claims hold their devices again.
             allocation = self.released.get(claim.key)
@@ -341,7 +369,7 @@ class DraState:
                 )
             )
             if isinstance(outcome, str) or outcome.picks is None:
-                return False
+                return None
             devices = self.devices_of(node)
             for claim, picks in zip(todo, outcome.picks, strict=True):
                 allocation = allocation_of_picks(
@@ -360,13 +388,12 @@ class DraState:
             if not reserves(self._consumers(claim), pod):
                 self.pending_reserve.setdefault(claim.key, []).append(consumer)
                 undo.reserved.append(claim.key)
-        self._undo.append(undo)
-        return True
+        return undo
 
-    def release(self, pod: Pod) -> bool:
-        """A preemption dry run removed `pod`: claims reserved for it alone free their
-        devices (the resourceclaim controller deallocates them once the pod is gone)."""
-        undo = _Undo()
+    def _release(self, pod: Pod) -> _Changes | None:
+        """Free the devices of claims reserved for `pod` alone; what reverts it (None: no
+        change)."""
+        undo = _Changes()
         for pod_claim in pod.claims:
             name = pod_claim.resolved_name
             claim = self.claims.get(f"{pod.namespace}/{name}") if name else None
@@ -379,13 +406,9 @@ class DraState:
             self.released[claim.key] = allocation
             self._hold(claim.key, allocation, add=False)
             undo.released.append((claim.key, allocation))
-        if not undo.released:
-            return False
-        self._undo.append(undo)
-        return True
+        return undo if undo.released else None
 
-    def undo(self) -> None:
-        record = self._undo.pop()
+    def _revert(self, record: _Changes) -> None:
         for key in reversed(record.reserved):
             self.pending_reserve[key].pop()
             if not self.pending_reserve[key]:
@@ -402,8 +425,7 @@ class DraState:
 
     def commit(self) -> None:
         """The cycle's result stands: in-flight allocations become the claims' assumed state
-        and decisions for the edge (see `take_decisions`)."""
-        self._undo.clear()
+        and decisions for the edge (see `write_backs`)."""
         if self.released:
             for key, held in self.released.items():
                 self._hold(key, held, add=True)
@@ -438,8 +460,11 @@ class DraState:
                 uids | {c.uid for c in reserve},
             )
 
-    def take_decisions(self) -> list[AllocateClaim]:
-        out, self.outbox = self.outbox, []
+    def write_backs(self) -> list[Decision]:
+        """The claims' decisions of committed cycles not handed out yet: allocation and
+        reservedFor, written before any pod of the cycle binds."""
+        out: list[Decision] = [*self.outbox]
+        self.outbox = []
         return out
 
 

@@ -69,7 +69,8 @@ class DynamicResources:
 
 
 def _state(snap: Snapshot) -> DraState | None:
-    return snap.claims if isinstance(snap.claims, DraState) else None
+    """The snapshot's DRA state; None where the cluster has no DRA support."""
+    return snap.extensions.get(DraState)
 
 
 #: Every DeviceClass is also reachable as this extended resource (KEP-5004, GA in 1.37).

@@ -170,7 +170,7 @@ class Problem:
             self.snap.vector(pod)
         victims_repel = any(pod.anti_affinity for unit in self.units for pod, _ in unit.placed)
         # Devices (DRA) are freed only when a victim leaves through the snapshot journal
-        # (the claim hook releases claims only it used): claims take the exact path.
+        # (the DRA extension's `release` frees claims only it used): claims take the exact path.
         self.fast = (
             not victims_repel
             and not any(_reaches_other_pods(p) for p in pending)

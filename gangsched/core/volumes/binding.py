@@ -17,7 +17,7 @@ import numpy.typing as npt
 from gangsched.core.framework import PodContext
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
-from gangsched.core.volumes.book import ClaimSet
+from gangsched.core.volumes.book import ClaimSet, volume_book
 from gangsched.core.volumes.matching import (
     capacity_mask,
     static_mask,
@@ -41,7 +41,7 @@ def pod_claims(ctx: PodContext, snap: Snapshot) -> ClaimSet | str | None:
     if not ctx.pod.volume_claims:
         return None
     if _CLAIMS not in ctx.extra:
-        ctx.extra[_CLAIMS] = snap.volumes.classify(ctx.pod)
+        ctx.extra[_CLAIMS] = volume_book(snap).classify(ctx.pod)
     cached = ctx.extra[_CLAIMS]
     assert isinstance(cached, ClaimSet | str)
     return cached
@@ -108,7 +108,7 @@ def _one_node(snap: Snapshot, name: str) -> BoolVector:
 def _delayed_masks(
     snap: Snapshot, claim: PersistentVolumeClaim, storage_class: StorageClass
 ) -> list[tuple[str, BoolVector]]:
-    book = snap.volumes
+    book = volume_book(snap)
     earlier = book.decision_of(claim.key)
     if earlier is not None:
         kind, value = earlier
@@ -132,11 +132,12 @@ def _undecided(
     snap: Snapshot, claims: ClaimSet
 ) -> list[tuple[PersistentVolumeClaim, StorageClass]]:
     """Delayed claims the pod itself will decide (smallest request first, as Reserve)."""
+    book = volume_book(snap)
     return sorted(
         (
             (claim, sc)
             for claim, sc in claims.delayed
-            if snap.volumes.decision_of(claim.key) is None and not claim.selected_node
+            if book.decision_of(claim.key) is None and not claim.selected_node
         ),
         key=lambda c: c[0].request,
     )
@@ -149,7 +150,7 @@ def _joint_mask(
     smallest claim first, each taking the smallest free PV of a fitting shape on the node
     (no other claim of the pod can then take it), else provisioning. Per-claim masks miss
     that two claims may want the same PV; this replays the choice on every node at once."""
-    book = snap.volumes
+    book = volume_book(snap)
     index = book.static_index(snap)
     size = len(snap)
     remaining: dict[Shape, npt.NDArray[np.int32]] = {}

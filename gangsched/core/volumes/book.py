@@ -2,8 +2,9 @@
 
 kube-scheduler keeps "assume caches" of PVs and PVCs: Reserve writes the chosen PV's claimRef
 or the PVC's selected-node into the cached copies so the next pod does not pick the same PV,
-and Unreserve restores them. Here the same happens inside the gang's plan: `reserve` (called
-by `Snapshot.assume`) records each member's choice with an undo in the snapshot's journal, so
+and Unreserve restores them. Here the same happens inside the gang's plan: the book is one of
+the snapshot's extensions (gangsched.core.reservations), and `reserve` (called by
+`Snapshot.assume`) returns an undo for each member's choice, which the snapshot journals, so
 a gang that fails rolls its volume choices back with its placements, and two members (or two
 gangs) never get the same static PV. Decisions that a cycle kept stay assumed until the watch
 shows the claim bound (`settle`) or the edge gives them up (`forget`).
@@ -11,11 +12,14 @@ shows the claim bound (`settle`) or the edge gives them up (`forget`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from gangsched.core.decisions import BindVolume, Decision, SelectNode
 from gangsched.core.model import Pod, PodVolumeClaim
+from gangsched.core.reservations import Undo
+from gangsched.core.snapshot import Snapshot
 from gangsched.core.volumes.model import (
     READ_WRITE_ONCE_POD,
     CSIDriver,
@@ -26,9 +30,6 @@ from gangsched.core.volumes.model import (
     StorageClass,
 )
 from gangsched.core.volumes.static_index import StaticIndex
-
-if TYPE_CHECKING:
-    from gangsched.core.snapshot import Snapshot
 
 _V = TypeVar("_V")
 
@@ -194,21 +195,23 @@ class VolumeBook:
         return [c.key for c in claims if READ_WRITE_ONCE_POD in c.access_modes]
 
     # --------------------------------------------------------------------------- planning
-    def reserve(self, snap: Snapshot, pod: Pod, node: int) -> None:
-        """Decide the pod's unbound claims on `node` (kube-scheduler's Reserve), journaled.
+    def reserve(self, snap: Snapshot, pod: Pod, node: int) -> Sequence[Undo]:
+        """Decide the pod's unbound claims on `node` (kube-scheduler's Reserve); the undos.
 
         Static binding first: the smallest matching Available PV not chosen for another
         claim; otherwise the claim is provisioned on the node. Claims are taken smallest
         request first, as upstream sorts them.
         """
-        if pod.node_name is not None:
-            return  # a bound pod put back by a preemption dry run: nothing to decide
+        if not pod.volume_claims or pod.node_name is not None:
+            # No claim, or a bound pod put back by a preemption dry run: nothing to decide.
+            return ()
         from gangsched.core.volumes.matching import find_static_volume
 
-        self._mark_placing(snap, pod, node)
+        undos: list[Undo] = []
+        self._mark_placing(undos, pod, node)
         classified = self.classify(pod)
         if isinstance(classified, str):
-            return
+            return undos
         node_obj = snap.nodes[node]
         decisions = []
         for claim, storage_class in sorted(classified.delayed, key=lambda c: c[0].request):
@@ -229,7 +232,7 @@ class VolumeBook:
             if not claim.selected_node:
                 volume = find_static_volume(self, snap, claim, storage_class, node)
             if volume is not None:
-                self._assume_volume(snap, claim.key, volume.name)
+                self._assume_volume(undos, claim.key, volume.name)
                 decisions.append(
                     ClaimDecision(
                         claim=claim.key,
@@ -240,25 +243,31 @@ class VolumeBook:
                     )
                 )
             else:
-                self._assume_node(snap, claim.key, node_obj.name)
+                self._assume_node(undos, claim.key, node_obj.name)
                 decisions.append(
                     ClaimDecision(claim=claim.key, claim_uid=claim.uid, node=node_obj.name)
                 )
         if decisions:
             previous = self.planned.get(pod.key)
             self.planned[pod.key] = tuple(decisions)
-            snap.record_undo(lambda: self._restore(self.planned, pod.key, previous))
+            undos.append(lambda: self._restore(self.planned, pod.key, previous))
+        return undos
+
+    def release(self, snap: Snapshot, pod: Pod) -> Sequence[Undo]:
+        """A preemption dry run took `pod` off its node: its claims keep their PVs (a PV is
+        given up only when its claim is deleted), so nothing changes."""
+        return ()
 
     def _version(self, name: str) -> str:
         volume = self.volumes.get(name)
         return volume.resource_version if volume is not None else ""
 
-    def _mark_placing(self, snap: Snapshot, pod: Pod, node: int) -> None:
+    def _mark_placing(self, undos: list[Undo], pod: Pod, node: int) -> None:
         previous = self.placing.get(pod.key)
         self.placing[pod.key] = node
-        snap.record_undo(lambda: self._restore(self.placing, pod.key, previous))
+        undos.append(lambda: self._restore(self.placing, pod.key, previous))
 
-    def _assume_volume(self, snap: Snapshot, claim: str, volume: str) -> None:
+    def _assume_volume(self, undos: list[Undo], claim: str, volume: str) -> None:
         self.assumed_volume[claim] = volume
         self.taken[volume] = claim
 
@@ -266,12 +275,12 @@ class VolumeBook:
             self.assumed_volume.pop(claim, None)
             self.taken.pop(volume, None)
 
-        snap.record_undo(undo)
+        undos.append(undo)
 
-    def _assume_node(self, snap: Snapshot, claim: str, node: str) -> None:
+    def _assume_node(self, undos: list[Undo], claim: str, node: str) -> None:
         previous = self.assumed_node.get(claim)
         self.assumed_node[claim] = node
-        snap.record_undo(lambda: self._restore(self.assumed_node, claim, previous))
+        undos.append(lambda: self._restore(self.assumed_node, claim, previous))
 
     @staticmethod
     def _restore(table: dict[str, _V], key: str, previous: _V | None) -> None:
@@ -281,13 +290,35 @@ class VolumeBook:
             table[key] = previous
 
     # ------------------------------------------------------------------- after the cycle
-    def committed(self) -> None:
-        """The cycle's placements are kept: its pods now have node names."""
+    def commit(self) -> None:
+        """The cycle's placements are kept: its pods get their node names as they bind."""
         self.placing.clear()
 
-    def take_decisions(self, pod_key: str) -> tuple[ClaimDecision, ...]:
-        """The claim decisions of a pod the cycle placed (kept assumed until settled)."""
-        return self.planned.pop(pod_key, ())
+    def write_backs(self) -> list[Decision]:
+        return []  # every volume decision belongs to a pod (`pod_write_backs`)
+
+    def pod_write_backs(self, pod: Pod, node: str) -> list[Decision]:
+        """The claim decisions of a pod the cycle placed, for the edge to write before the
+        pod binds: a PV's claimRef (`BindVolume`) or a claim's selected node (`SelectNode`).
+        They stay assumed until settled."""
+        decisions: list[Decision] = []
+        for claim in self.planned.pop(pod.key, ()):
+            if claim.volume:
+                decisions.append(
+                    BindVolume(
+                        pod=pod.key,
+                        node=node,
+                        claim=claim.claim,
+                        claim_uid=claim.claim_uid,
+                        volume=claim.volume,
+                        volume_resource_version=claim.volume_resource_version,
+                    )
+                )
+            else:
+                decisions.append(
+                    SelectNode(pod=pod.key, node=node, claim=claim.claim, claim_uid=claim.claim_uid)
+                )
+        return decisions
 
     def settle(self, claim_key: str) -> None:
         """The claim is bound (or gone), or its PV now names it: the assumption is done."""
@@ -307,6 +338,12 @@ class VolumeBook:
         if volume is not None and self.taken.get(volume) == claim_key:
             del self.taken[volume]
         self.assumed_node.pop(claim_key, None)
+
+
+def volume_book(snap: Snapshot) -> VolumeBook:
+    """The snapshot's VolumeBook; where none is registered, an empty one (no PVC, no PV)."""
+    book = snap.extensions.get(VolumeBook)
+    return book if book is not None else VolumeBook()
 
 
 def _claim_key(pod: Pod, volume: PodVolumeClaim) -> str:

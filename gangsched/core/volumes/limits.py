@@ -15,7 +15,7 @@ from gangsched.core.model import Pod
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 from gangsched.core.volumes.binding import pod_claims
-from gangsched.core.volumes.book import ClaimSet, VolumeBook, claim_key
+from gangsched.core.volumes.book import ClaimSet, VolumeBook, claim_key, volume_book
 from gangsched.core.volumes.model import PersistentVolumeClaim
 
 REASON = "node(s) exceed max volume count"
@@ -53,7 +53,7 @@ def _new_volumes(ctx: PodContext, snap: Snapshot) -> set[tuple[str, str]]:
         found: set[tuple[str, str]] = set()
         if isinstance(claims, ClaimSet):
             for claim in claims.claims:
-                unique = attachable(snap.volumes, claim)
+                unique = attachable(volume_book(snap), claim)
                 if unique is not None:
                     found.add(unique)
         ctx.extra[_VOLUMES] = cached = found
@@ -62,7 +62,7 @@ def _new_volumes(ctx: PodContext, snap: Snapshot) -> set[tuple[str, str]]:
 
 
 def _exceeds(ctx: PodContext, snap: Snapshot, node: int) -> bool:
-    book = snap.volumes
+    book = volume_book(snap)
     csi_node = book.csi_nodes.get(snap.nodes[node].name)
     if csi_node is None:
         return False
@@ -88,13 +88,13 @@ class NodeVolumeLimits:
     def applies(self, ctx: PodContext, snap: Snapshot) -> bool:
         return (
             bool(ctx.pod.volume_claims)
-            and bool(snap.volumes.csi_nodes)
+            and bool(volume_book(snap).csi_nodes)
             and bool(_new_volumes(ctx, snap))
         )
 
     def filter(self, ctx: PodContext, snap: Snapshot, candidates: BoolVector) -> BoolVector:
         out = candidates.copy()
-        book = snap.volumes
+        book = volume_book(snap)
         for name in book.csi_nodes:
             index = snap.index.get(name)
             if index is not None and out[index] and _exceeds(ctx, snap, index):

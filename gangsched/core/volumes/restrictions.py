@@ -15,7 +15,7 @@ from gangsched.core.model import Pod
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
 from gangsched.core.volumes.binding import pod_claims
-from gangsched.core.volumes.book import ClaimSet
+from gangsched.core.volumes.book import ClaimSet, volume_book
 from gangsched.core.volumes.model import READ_WRITE_ONCE_POD
 
 #: kube-scheduler 1.37's wording (older releases said "node has pod using
@@ -29,7 +29,7 @@ REASON = (
 def is_placed(snap: Snapshot, pod: Pod) -> bool:
     """On a node in the snapshot: bound, or assumed in this cycle (and not removed by a
     preemption dry run)."""
-    node = snap.volumes.placing.get(pod.key)
+    node = volume_book(snap).placing.get(pod.key)
     if node is None:
         node = snap.node_of(pod)
     return node is not None and pod.key in snap.node_pods[node]
@@ -42,7 +42,7 @@ def _conflicts(ctx: PodContext, snap: Snapshot) -> bool:
     for claim in claims.claims:
         if READ_WRITE_ONCE_POD not in claim.access_modes:
             continue
-        for key, user in snap.volumes.users.get(claim.key, {}).items():
+        for key, user in volume_book(snap).users.get(claim.key, {}).items():
             if key != ctx.pod.key and is_placed(snap, user):
                 return True
     return False

@@ -156,7 +156,10 @@ def test_gang_allocation_carries_the_config_and_the_write_back_its_json() -> Non
     with_resource_claims(member, claim.name)
     dra = DraState.build(classes=[gpu], slices=[gpu_slice("n1", 8)], claims=[claim])
     cluster = ClusterState.build(
-        scheduler_name=SCHEDULER, nodes=[node("n1", 64, memory="512Gi")], pods=[member], dra=dra
+        scheduler_name=SCHEDULER,
+        nodes=[node("n1", 64, memory="512Gi")],
+        pods=[member],
+        extensions=[dra],
     )
     scheduler = Scheduler(cluster)
     scheduler.enqueue_pending()

@@ -47,7 +47,7 @@ def setup(
         nodes=[node(n, 64, memory="512Gi") for n in names],
         pods=pods,
         groups=groups or [],
-        dra=dra,
+        extensions=[dra],
     )
     return Scheduler(cluster)
 
@@ -80,7 +80,7 @@ def test_gang_claims_allocated_in_one_plan_written_before_binds() -> None:
     devices = [r.device_id for d in allocations for r in d.allocation.results]  # type: ignore[union-attr]
     assert len(devices) == 16 and len(set(devices)) == 16
     binds = {d.pod: d.node for d in report.decisions if isinstance(d, Bind)}
-    dra = scheduler.cluster.dra
+    dra = scheduler.cluster.snapshot.extensions.get(DraState)
     assert dra is not None
     for decision in allocations:
         claim = dra.claims[decision.claim]
@@ -104,7 +104,7 @@ def test_gang_that_cannot_get_all_claims_binds_nothing() -> None:
     assert not [d for d in report.decisions if isinstance(d, Bind | AllocateClaim)]
     assert "cannot allocate all claims" in report.message
     assert "claim default/train-4-gpu" in report.message
-    dra = scheduler.cluster.dra
+    dra = scheduler.cluster.snapshot.extensions.get(DraState)
     assert dra is not None
     assert all(c.allocation is None and not c.reserved_for for c in dra.claims.values())
     assert not dra.pending_allocation and not dra._holders
@@ -175,7 +175,7 @@ def test_decided_claim_stays_assumed_until_the_api_server_shows_it_done() -> Non
     for claim in claims:
         claim.resource_version = "10"
     scheduler = setup(pods, [], groups=[g])
-    dra = scheduler.cluster.dra
+    dra = scheduler.cluster.snapshot.extensions.get(DraState)
     assert dra is not None
     for claim in claims:
         dra.observe_claim(claim)
@@ -207,7 +207,7 @@ def preempting(pods: list[Pod], claims: list[ResourceClaim], strategy: str) -> S
         scheduler_name=SCHEDULER,
         nodes=[node("n1", 64, memory="512Gi")],
         pods=pods,
-        dra=dra,
+        extensions=[dra],
     )
     return Scheduler(
         cluster, preemptor=build_preemptor(strategy=strategy, scheduler_name=SCHEDULER)
@@ -234,7 +234,7 @@ def test_preemption_frees_the_victims_devices(strategy: str) -> None:
     evicted = [d.pod for d in report.decisions if isinstance(d, Evict)]
     assert evicted == ["default/low"]
     assert "cannot allocate all claims" in report.message
-    dra = scheduler.cluster.dra
+    dra = scheduler.cluster.snapshot.extensions.get(DraState)
     assert dra is not None
     assert dra.claims["default/low-gpu"].allocation is not None, "dry runs leave no trace"
     assert len(dra._holders) == 8
@@ -261,7 +261,7 @@ def test_extended_resources_backed_by_dra_are_refused_clearly() -> None:
     by_class = pod("b", extra={"deviceclass.resource.kubernetes.io/gpu.example.com": 1})
     dra = DraState.build(classes=[mapped], slices=[gpu_slice("n1", 8)])
     cluster = ClusterState.build(
-        scheduler_name=SCHEDULER, nodes=[node("n1")], pods=[by_mapping, by_class], dra=dra
+        scheduler_name=SCHEDULER, nodes=[node("n1")], pods=[by_mapping, by_class], extensions=[dra]
     )
     scheduler = Scheduler(cluster)
     messages = " | ".join(step(scheduler).message for _ in range(2))
@@ -281,6 +281,6 @@ def test_extended_resource_a_device_plugin_serves_is_left_to_resources_fit() -> 
         scheduler_name=SCHEDULER,
         nodes=[node("n1", extra={"example.com/gpu": 4})],
         pods=[pod("a", extra={"example.com/gpu": 1})],
-        dra=dra,
+        extensions=[dra],
     )
     assert step(Scheduler(cluster)).result == SCHEDULED

@@ -189,7 +189,7 @@ def test_gang_gets_all_claims_or_nothing_and_no_device_twice(
         nodes=[node(n, 64) for n in names],
         pods=pods,
         groups=[group("g", len(pods))],
-        dra=dra,
+        extensions=[dra],
     )
     scheduler = Scheduler(cluster)
     scheduler.enqueue_pending()

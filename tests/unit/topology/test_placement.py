@@ -389,7 +389,7 @@ def test_dra_claims_are_allocated_inside_the_domain() -> None:
         nodes=nodes,
         pods=[busy, *members],
         groups=[constrained("g", 2, required=RACK)],
-        dra=dra,
+        extensions=[dra],
     )
     run(state)
     assert {rack_of(state, p.key) for p in members} == {"b"}
