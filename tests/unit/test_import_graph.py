@@ -35,16 +35,6 @@ MAX_LINES = 500
 #: The import cycles being broken by others (issue 31), each as the modules of its strongly
 #: connected component today. A cycle that is not a subset of one of these fails now.
 KNOWN_CYCLES: dict[str, frozenset[str]] = {
-    # (b) the Snapshot holds the VolumeBook; the book, its static index and matching take
-    # the Snapshot they reserve in and read (a reservation protocol is to replace this).
-    "b": frozenset(
-        {
-            "gangsched.core.snapshot",
-            "gangsched.core.volumes.book",
-            "gangsched.core.volumes.matching",
-            "gangsched.core.volumes.static_index",
-        }
-    ),
     # (c) the gang cycle hands trees to composite placement and waiting messages to
     # gang_waiting, which (like topology placement) build on the cycle's types.
     "c": frozenset(
@@ -111,8 +101,6 @@ KNOWN_FUNCTION_IMPORTS = frozenset(
     {
         # cycle (c): dodges core.cycle <-> core.composite.placement.
         ("gangsched.core.cycle", "GangPlacer.place", "gangsched.core.composite.placement"),
-        # cycle (b): dodges core.volumes.book <-> core.volumes.matching (via core.snapshot).
-        ("gangsched.core.volumes.book", "VolumeBook.reserve", "gangsched.core.volumes.matching"),
         # cli.py: `gangsched.explain` is lazy itself (a few ms to import) and slim_client
         # imports only the standard library: both can be module-level imports.
         ("gangsched.cli", "_parser", "gangsched.explain"),
@@ -227,7 +215,7 @@ def test_no_import_cycle_but_the_known_ones(graph: grimp.ImportGraph) -> None:
     [
         pytest.param(
             name,
-            marks=pytest.mark.xfail(strict=True, reason="issue 31: cycles (b)/(c) being broken"),
+            marks=pytest.mark.xfail(strict=True, reason="issue 31: cycle (c) being broken"),
         )
         for name in sorted(KNOWN_CYCLES)
     ],

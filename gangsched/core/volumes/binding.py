@@ -17,13 +17,8 @@ import numpy.typing as npt
 from gangsched.core.framework import PodContext
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
-from gangsched.core.volumes.book import ClaimSet, volume_book
-from gangsched.core.volumes.matching import (
-    capacity_mask,
-    static_mask,
-    terms_mask,
-    topology_mask,
-)
+from gangsched.core.volumes.book import ClaimSet, VolumeBook, volume_book
+from gangsched.core.volumes.matching import selector_mask, terms_mask, topology_mask
 from gangsched.core.volumes.model import PersistentVolumeClaim, StorageClass
 from gangsched.core.volumes.static_index import Shape
 
@@ -124,8 +119,25 @@ def _delayed_masks(
         # Provisioning was asked for on that node (by us, earlier): only there.
         selected = _one_node(snap, claim.selected_node)
         return [(BIND_CONFLICT, selected & topology), (NOT_ENOUGH_SPACE, ~topology | capacity)]
-    static = static_mask(book, snap, claim, storage_class)
+    static = book.static_index(snap).claim_mask(book.taken, snap, claim, storage_class)
     return [(BIND_CONFLICT, static | topology), (NOT_ENOUGH_SPACE, static | ~topology | capacity)]
+
+
+def capacity_mask(
+    book: VolumeBook, snap: Snapshot, claim: PersistentVolumeClaim, storage_class: StorageClass
+) -> BoolVector:
+    """Nodes with enough storage capacity, for drivers that publish it (a CSIStorageCapacity
+    of the claim's class with room, whose nodeTopology selects the node); all otherwise."""
+    driver = book.drivers.get(storage_class.provisioner)
+    if driver is None or not driver.storage_capacity:
+        return np.ones(len(snap), dtype=np.bool_)
+    mask = np.zeros(len(snap), dtype=np.bool_)
+    for capacity in book.capacities.values():
+        if capacity.storage_class != storage_class.name or not capacity.fits(claim.request):
+            continue
+        if capacity.node_topology is not None:
+            mask |= selector_mask(snap, capacity.node_topology)
+    return mask
 
 
 def _undecided(

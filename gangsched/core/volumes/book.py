@@ -122,7 +122,7 @@ class VolumeBook:
         """The index of available PVs for this snapshot's nodes (rebuilt on change)."""
         key = (self.volume_version, snap.node_generation, len(snap))
         if self._static is None or self._static[0] != key:
-            self._static = (key, StaticIndex.build(self, snap))
+            self._static = (key, StaticIndex.build(self.volumes.values(), snap))
         return self._static[1]
 
     def storage_class(self, claim: PersistentVolumeClaim) -> StorageClass | None:
@@ -205,8 +205,6 @@ class VolumeBook:
         if not pod.volume_claims or pod.node_name is not None:
             # No claim, or a bound pod put back by a preemption dry run: nothing to decide.
             return ()
-        from gangsched.core.volumes.matching import find_static_volume
-
         undos: list[Undo] = []
         self._mark_placing(undos, pod, node)
         classified = self.classify(pod)
@@ -230,7 +228,8 @@ class VolumeBook:
                 continue
             volume = None
             if not claim.selected_node:
-                volume = find_static_volume(self, snap, claim, storage_class, node)
+                index = self.static_index(snap)
+                volume = index.volume_for(self.taken, snap, claim, storage_class, node)
             if volume is not None:
                 self._assume_volume(undos, claim.key, volume.name)
                 decisions.append(

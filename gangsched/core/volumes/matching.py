@@ -1,11 +1,10 @@
-"""Which nodes a claim can be satisfied on: static PVs and dynamic provisioning.
+"""Which nodes a volume's node affinity, a class's topology or a label selector admits.
 
-Follows component-helpers' FindMatchingVolume and kube-scheduler's checkVolumeProvisions:
-a PV pre-bound to the claim wins; otherwise the smallest Available PV of the claim's class
-with enough capacity, the same volume mode, every access mode the claim asks for, labels
-matching the claim's selector and node affinity admitting the node. A claim no PV fits is
-provisioned when its class has a provisioner, on nodes the class's allowedTopologies admit
-and, for CSI drivers that publish capacity, where a CSIStorageCapacity has room.
+The node half of component-helpers' FindMatchingVolume and kube-scheduler's
+checkVolumeProvisions: a PV's node affinity must admit the node; a claim is provisioned on
+nodes its class's allowedTopologies admit (and, for CSI drivers that publish capacity, where
+a CSIStorageCapacity's nodeTopology selects the node). Which PV fits a claim is
+`static_index`'s; the capacity check, VolumeBinding's (`binding`).
 
 Per-node answers are NumPy masks. Node affinity of the common local-PV shape (one hostname
 or node name) sets the few matching indices directly instead of evaluating every node.
@@ -13,20 +12,11 @@ or node name) sets the few matching indices directly instead of evaluating every
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from gangsched.core.labels import LabelSelector, NodeSelectorTerm, any_term_matches
-from gangsched.core.volumes.model import (
-    PersistentVolume,
-    PersistentVolumeClaim,
-    StorageClass,
-)
-
-if TYPE_CHECKING:
-    from gangsched.core.snapshot import BoolVector, Snapshot
-    from gangsched.core.volumes.book import VolumeBook
+from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.volumes.model import PersistentVolume, StorageClass
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 _PLUGIN = "VolumeBinding"
@@ -107,61 +97,11 @@ def volume_admits(volume: PersistentVolume, snap: Snapshot, node: int) -> bool:
     return any_term_matches(volume.node_affinity, n.name, n.labels)
 
 
-# ----------------------------------------------------------------------------- static PVs
-def static_mask(
-    book: VolumeBook,
-    snap: Snapshot,
-    claim: PersistentVolumeClaim,
-    storage_class: StorageClass,
-) -> BoolVector:
-    """Nodes where some PV can be bound statically to the claim (a PV pre-bound to the
-    claim, else an available PV of a fitting shape that no other claim was given)."""
-    index = book.static_index(snap)
-    prebound = index.prebound_to(claim)
-    if prebound is not None:
-        return terms_mask(snap, prebound.node_affinity)
-    return index.mask(book, snap, claim, index.fitting(claim, storage_class.name))
-
-
-def find_static_volume(
-    book: VolumeBook,
-    snap: Snapshot,
-    claim: PersistentVolumeClaim,
-    storage_class: StorageClass,
-    node: int,
-    *,
-    exclude: set[str] | None = None,
-) -> PersistentVolume | None:
-    """The PV to bind on `node`: the pre-bound one, else the smallest that fits."""
-    index = book.static_index(snap)
-    prebound = index.prebound_to(claim)
-    if prebound is not None:
-        return prebound if volume_admits(prebound, snap, node) else None
-    shapes = index.fitting(claim, storage_class.name)
-    return index.smallest_on(book, claim, shapes, node, exclude=exclude)
-
-
 # -------------------------------------------------------------------------- provisioning
 def topology_mask(snap: Snapshot, storage_class: StorageClass) -> BoolVector:
     if not storage_class.can_provision:
         return np.zeros(len(snap), dtype=np.bool_)
     return terms_mask(snap, storage_class.allowed_topologies)
-
-
-def capacity_mask(
-    book: VolumeBook, snap: Snapshot, claim: PersistentVolumeClaim, storage_class: StorageClass
-) -> BoolVector:
-    """Nodes with enough storage capacity, for drivers that publish it; all nodes otherwise."""
-    driver = book.drivers.get(storage_class.provisioner)
-    if driver is None or not driver.storage_capacity:
-        return np.ones(len(snap), dtype=np.bool_)
-    mask = np.zeros(len(snap), dtype=np.bool_)
-    for capacity in book.capacities.values():
-        if capacity.storage_class != storage_class.name or not capacity.fits(claim.request):
-            continue
-        if capacity.node_topology is not None:
-            mask |= selector_mask(snap, capacity.node_topology)
-    return mask
 
 
 def selector_mask(snap: Snapshot, selector: LabelSelector) -> BoolVector:

@@ -8,24 +8,32 @@ per shape, how many of its PVs each node can reach (one count vector) and which 
 given node. A claim's nodes are then the nodes where the count over the shapes that fit it,
 minus the PVs already chosen for other claims, is positive: a handful of vector additions.
 
+Which PV a claim binds to follows component-helpers' FindMatchingVolume: a PV pre-bound to
+the claim wins; otherwise the smallest Available PV of the claim's class with enough capacity,
+the same volume mode, every access mode the claim asks for, labels matching the claim's
+selector and node affinity admitting the node. `taken` (PV name -> the claim it was chosen
+for, by this cycle or a bind in flight) is the VolumeBook's.
+
 Rebuilt when a PV or the node set changes (PV updates are rare next to scheduling cycles).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from gangsched.core.labels import NodeSelectorTerm
-from gangsched.core.volumes.matching import hostname_index, single_node_indices, terms_mask
-from gangsched.core.volumes.model import PersistentVolume, PersistentVolumeClaim
-
-if TYPE_CHECKING:
-    from gangsched.core.snapshot import BoolVector, Snapshot
-    from gangsched.core.volumes.book import VolumeBook
+from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.volumes.matching import (
+    hostname_index,
+    single_node_indices,
+    terms_mask,
+    volume_admits,
+)
+from gangsched.core.volumes.model import PersistentVolume, PersistentVolumeClaim, StorageClass
 
 CountVector = npt.NDArray[np.int32]
 
@@ -77,12 +85,12 @@ class StaticIndex:
     prebound: dict[str, list[PersistentVolume]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, book: VolumeBook, snap: Snapshot) -> StaticIndex:
+    def build(cls, volumes: Iterable[PersistentVolume], snap: Snapshot) -> StaticIndex:
         index = cls()
         size = len(snap)
         hostnames = hostname_index(snap)
         local: dict[Shape, list[int]] = {}
-        for volume in sorted(book.volumes.values(), key=lambda v: (v.capacity, v.name)):
+        for volume in sorted(volumes, key=lambda v: (v.capacity, v.name)):
             if volume.claim_ref is not None:
                 if not volume.deleting:
                     index.prebound.setdefault(volume.claim_ref.key, []).append(volume)
@@ -136,25 +144,29 @@ class StaticIndex:
         return None
 
     def mask(
-        self, book: VolumeBook, snap: Snapshot, claim: PersistentVolumeClaim, shapes: list[Shape]
+        self,
+        taken: Mapping[str, str],
+        snap: Snapshot,
+        claim: PersistentVolumeClaim,
+        shapes: list[Shape],
     ) -> BoolVector:
         """Nodes reachable by an available PV of a fitting shape not chosen for another claim."""
         if not shapes:
             return np.zeros(len(snap), dtype=np.bool_)
         total = sum((self.counts[s] for s in shapes[1:]), self.counts[shapes[0]].copy())
         fitting = set(shapes)
-        taken = [
+        others = [
             volume
-            for volume, owner in book.taken.items()
+            for volume, owner in taken.items()
             if owner != claim.key and self.shape.get(volume) in fitting
         ]
-        self.subtract(snap, total, taken)
+        self.subtract(snap, total, others)
         result: BoolVector = total > 0
         return result
 
     def smallest_on(
         self,
-        book: VolumeBook,
+        taken: Mapping[str, str],
         claim: PersistentVolumeClaim,
         shapes: list[Shape],
         node: int,
@@ -164,7 +176,38 @@ class StaticIndex:
         """The smallest fitting PV reaching `node` that no other claim has (nor `exclude`)."""
         for shape in shapes:  # smallest capacity first
             for volume in self.by_node[shape].get(node, ()):
-                owner = book.taken.get(volume.name, claim.key)
+                owner = taken.get(volume.name, claim.key)
                 if owner == claim.key and not (exclude and volume.name in exclude):
                     return volume
         return None
+
+    def claim_mask(
+        self,
+        taken: Mapping[str, str],
+        snap: Snapshot,
+        claim: PersistentVolumeClaim,
+        storage_class: StorageClass,
+    ) -> BoolVector:
+        """Nodes where some PV can be bound statically to the claim (a PV pre-bound to the
+        claim, else an available PV of a fitting shape that no other claim was given)."""
+        prebound = self.prebound_to(claim)
+        if prebound is not None:
+            return terms_mask(snap, prebound.node_affinity)
+        return self.mask(taken, snap, claim, self.fitting(claim, storage_class.name))
+
+    def volume_for(
+        self,
+        taken: Mapping[str, str],
+        snap: Snapshot,
+        claim: PersistentVolumeClaim,
+        storage_class: StorageClass,
+        node: int,
+        *,
+        exclude: set[str] | None = None,
+    ) -> PersistentVolume | None:
+        """The PV to bind on `node`: the pre-bound one, else the smallest that fits."""
+        prebound = self.prebound_to(claim)
+        if prebound is not None:
+            return prebound if volume_admits(prebound, snap, node) else None
+        shapes = self.fitting(claim, storage_class.name)
+        return self.smallest_on(taken, claim, shapes, node, exclude=exclude)
