@@ -5,8 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean \
-	image test-image helm-binary clients-binaries e2e-clients
+.PHONY: prereqs venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean \
+	image test-image helm-binary prometheus-binaries clients-binaries e2e-clients
 
 # The runtime dependencies at the locked versions and hashes (what the image ships), then
 # the package and its dev tools around them: a release of a dependency the day CI runs
@@ -18,7 +18,10 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-venv: $(STAMP)
+venv: prereqs $(STAMP)
+
+prereqs:
+	@PYTHON=$(PYTHON) hack/check-prereqs.sh
 
 # The live demo: a local control plane (built from Go modules the first time), gangsched
 # running as its ServiceAccount, the seed walkthrough replayed step by step, then teardown.
@@ -63,8 +66,15 @@ fuzz: venv
 		--hypothesis-profile=fuzz --hypothesis-seed=$$seed -m 'hypothesis and not e2e' tests \
 	|| { echo "make fuzz: failed; replay: make fuzz FUZZ_SEED=$$seed FUZZ_SCALE=$(FUZZ_SCALE)"; exit 1; }
 
-test: venv k8s-binaries check
+test: venv k8s-binaries prometheus-binaries check
 	$(PY) -m pytest -q -m 'not image and not clients'
+
+# Prometheus and promtool for the observability e2e tests, built from their Go module
+# (hack/build-prometheus.sh, pinned with its hash in hack/prometheus/versions.env; about 5-10
+# minutes the first time on 2 cores, then cached), linked as hack/prometheus/bin.
+prometheus-binaries:
+	@bin_dir="$$(hack/build-prometheus.sh | tail -n1)" && ln -sfn "$$bin_dir" hack/prometheus/bin \
+		&& echo "prometheus: $$bin_dir (linked as hack/prometheus/bin)"
 
 # The real clients gangsched's users run (Kueue, LeaderWorkerSet, JobSet, Kubeflow Trainer)
 # driving it on a local control plane (tests/e2e/test_clients_*.py). Kept out of `make test`:

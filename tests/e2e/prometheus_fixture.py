@@ -1,9 +1,11 @@
-"""A real Prometheus server (Debian's `prometheus` package, installed by .ci/run) for e2e tests.
+"""A real Prometheus server for e2e tests, built from its Go module by `make test`
+(`make prometheus-binaries`: hack/build-prometheus.sh, pinned in hack/prometheus/versions.env).
 
 It runs as our own subprocess with its own configuration: it scrapes the given targets on
 loopback every 2 seconds, evaluates the given rule files every second, keeps its TSDB in a
-temporary directory and listens on a free loopback port. A missing binary FAILS the test with
-the install command; it is never skipped.
+temporary directory and listens on a free loopback port. The binaries are taken from
+hack/prometheus/bin (the link the make target leaves), else from PATH. A missing binary FAILS
+the test with the command that builds it; it is never skipped.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ import yaml
 
 from devtools.processes import free_ports, log_tail, terminate, wait_ready
 
-INSTALL_HINT = (
-    "install Debian's prometheus package (`apt-get install -y prometheus`; bash .ci/run does it)"
-)
+BUILT = Path(__file__).resolve().parents[2] / "hack" / "prometheus" / "bin"
+INSTALL_HINT = "build it with `make prometheus-binaries` (`make test` does)"
 
 
 def binary(name: str) -> str:
-    """Path of `prometheus` or `promtool`, or fail the test saying how to install it."""
+    """Path of `prometheus` or `promtool`, or fail the test saying how to build it."""
+    built = BUILT / name
+    if built.is_file():
+        return str(built)
     path = shutil.which(name)
     if path is None:
-        pytest.fail(f"{name} not found on PATH: {INSTALL_HINT}", pytrace=False)
+        pytest.fail(f"{name} not in {BUILT} nor on PATH: {INSTALL_HINT}", pytrace=False)
     return path
 
 
