@@ -14,6 +14,7 @@ from typing import Protocol
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.tree import BrokenTree, build_tree
+from gangsched.core.composite.verdicts import met_by_bound
 from gangsched.core.cycle import (
     CycleConfig,
     CycleResult,
@@ -342,19 +343,20 @@ class Scheduler:
             self.queue.requeue(gang.key)
         else:
             self.queue.done(gang.key)
+        met = _met_by_bound(gang)
         for part in gang.parts:
             scheduled = len(part.bound) + sum(
                 1 for pod, _ in result.placements if any(pod is p for p in part.pending)
             )
             level = result.levels.get(part.group.ref)
-            if level is not None and not level[0]:
+            if level is not None and not level[0] and part.group.ref not in met:
                 outcome = WAITING if _short_of_members(part) else UNSCHEDULABLE
                 decisions.append(GroupOutcome(part.group.ref, outcome, level[1]))
                 continue
             decisions.append(
                 GroupOutcome(part.group.ref, SCHEDULED, f"{scheduled} pod(s) scheduled")
             )
-        decisions += _composite_outcomes(gang, result, SCHEDULED, result.message)
+        decisions += _composite_outcomes(gang, result, SCHEDULED, result.message, met=met)
         return CycleReport(
             gang=gang.key,
             result=SCHEDULED,
@@ -380,11 +382,18 @@ class Scheduler:
             detail = pod_messages.get(pod.key)
             text = message if detail is None or detail in message else f"{message}; {detail}"
             decisions.append(_unschedulable(pod, reason, text))
+        met = _met_by_bound(gang)
         for part in gang.parts:
-            level = (levels or {}).get(part.group.ref)
+            ref = part.group.ref
+            if ref in met:
+                # A level of a tree whose minimum its bound members meet stays scheduled
+                # (see met_by_bound): the attempt failed for other members only.
+                decisions.append(GroupOutcome(ref, SCHEDULED, met[ref]))
+                continue
+            level = (levels or {}).get(ref)
             own = message if level is None or level[1] in message else f"{level[1]}; {message}"
-            decisions.append(GroupOutcome(part.group.ref, result, own))
-        decisions += _composite_outcomes(gang, None, result, message, levels=levels)
+            decisions.append(GroupOutcome(ref, result, own))
+        decisions += _composite_outcomes(gang, None, result, message, levels=levels, met=met)
         kind, name = _regarding(gang)
         event_type = "Normal" if result == WAITING_ON_PREEMPTION else "Warning"
         event_reason = "FailedScheduling" if result != WAITING_ON_PREEMPTION else "Preempting"
@@ -411,8 +420,14 @@ class Scheduler:
         decisions: list[Decision] = [
             _condition(pod, NOT_READY_FOR_SCHEDULING, note) for pod in gang.pending
         ]
-        decisions += [GroupOutcome(part.group.ref, WAITING, message) for part in gang.parts]
-        decisions += _composite_outcomes(gang, None, WAITING, message)
+        met = _met_by_bound(gang)
+        decisions += [
+            GroupOutcome(part.group.ref, SCHEDULED, met[part.group.ref])
+            if part.group.ref in met
+            else GroupOutcome(part.group.ref, WAITING, message)
+            for part in gang.parts
+        ]
+        decisions += _composite_outcomes(gang, None, WAITING, message, met=met)
         if per_pod_events:  # no PodGroup object to hang the event on: tell each pod
             decisions += [
                 Event("Pod", pod.key, "Normal", NOT_READY_FOR_SCHEDULING, "Scheduling", note)
@@ -462,6 +477,14 @@ def _short_of_members(part: GangMember) -> bool:
     return part.quorum_bound + len(part.pending) < part.group.min_member
 
 
+def _met_by_bound(gang: Gang) -> dict[GroupRef, str]:
+    """The levels of the gang's tree that its bound members satisfy (none for other gangs:
+    a flat gang's outcome is its cycle's)."""
+    if gang.tree is None or gang.broken is not None:
+        return {}
+    return met_by_bound(gang.tree, {part.group.ref: part for part in gang.parts})
+
+
 def _composite_outcomes(
     gang: Gang,
     placed: CycleResult | None,
@@ -469,9 +492,11 @@ def _composite_outcomes(
     message: str,
     *,
     levels: dict[GroupRef, tuple[bool, str]] | None = None,
+    met: dict[GroupRef, str] | None = None,
 ) -> list[Decision]:
     """One outcome per CompositePodGroup of the tree (their status condition and the
-    report), and for a broken tree one per CompositePodGroup on the broken path."""
+    report), and for a broken tree one per CompositePodGroup on the broken path. `met`: the
+    levels its bound members satisfy, scheduled whatever this cycle says."""
     if gang.broken is not None:
         return [
             GroupOutcome(ref, ERROR, gang.broken.message)
@@ -486,6 +511,10 @@ def _composite_outcomes(
         if node.composite is None:
             continue
         level = levels.get(node.ref)
+        if met and node.ref in met and (placed is None or (level is not None and not level[0])):
+            # (A level this cycle placed more of speaks of those too: its own words.)
+            out.append(GroupOutcome(node.ref, SCHEDULED, met[node.ref]))
+            continue
         if placed is not None and level is not None and not level[0]:
             out.append(GroupOutcome(node.ref, UNSCHEDULABLE, level[1]))
             continue

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gangsched.core.composite.status import composite_status
+from gangsched.core.composite.status import COMPOSITE_CONDITION, composite_status
 from gangsched.core.decisions import Event, GroupOutcome
 from gangsched.core.group_status import (
     UPSTREAM_CONDITION,
@@ -44,6 +44,10 @@ if TYPE_CHECKING:  # the actuator imports nothing from here; keep the type only
 log = structlog.get_logger("gangsched.podgroup_status")
 
 
+#: The condition that never goes back from True, per dialect that has one.
+_INITIALLY = {Dialect.UPSTREAM: UPSTREAM_CONDITION, Dialect.COMPOSITE: COMPOSITE_CONDITION}
+
+
 def _now() -> str:
     return timestamp(time.time())
 
@@ -61,8 +65,9 @@ class PodGroupStatusWriter:
     first_attempt: dict[GroupRef, str] = field(default_factory=dict)
     _first_attempt_mono: dict[GroupRef, float] = field(default_factory=dict)
     _timed_out: set[GroupRef] = field(default_factory=set)
-    #: PodGroupInitiallyScheduled=True as we wrote it, per group and uid: a watch event older
-    #: than our write must not make us believe it is still False (it never goes back).
+    #: PodGroupInitiallyScheduled (CompositePodGroupInitiallyScheduled) =True as we wrote it,
+    #: per group and uid: a watch event older than our write must not make us believe it is
+    #: still False (it never goes back).
     _initially_scheduled: dict[GroupRef, tuple[str, JSON]] = field(default_factory=dict)
 
     def watch(self, dialect: Dialect, version: str) -> None:
@@ -110,7 +115,10 @@ class PodGroupStatusWriter:
         composite = self.scheduler.cluster.composites.get(ref)
         if composite is not None:
             return composite_status(
-                composite, self.actuator.outcomes.get(ref), self.current.get(ref) or {}, now=_now()
+                composite,
+                self.actuator.outcomes.get(ref),
+                self._previous(ref, composite.uid),
+                now=_now(),
             )
         group = self.scheduler.cluster.groups.get(ref)
         if group is None:
@@ -141,15 +149,16 @@ class PodGroupStatusWriter:
     def _previous(self, ref: GroupRef, uid: str) -> JSON:
         previous = self.current.get(ref) or {}
         remembered = self._initially_scheduled.get(ref)
-        if remembered is None or remembered[0] != uid or ref.dialect is not Dialect.UPSTREAM:
+        kind = _INITIALLY.get(ref.dialect)
+        if remembered is None or remembered[0] != uid or kind is None:
             return previous
-        held = find_condition(previous, UPSTREAM_CONDITION)
+        held = find_condition(previous, kind)
         if held is not None and held.get("status") == "True":
             return previous
         others = [
             c
             for c in previous.get("conditions") or []
-            if isinstance(c, dict) and c.get("type") != UPSTREAM_CONDITION
+            if isinstance(c, dict) and c.get("type") != kind
         ]
         return {**previous, "conditions": [*others, remembered[1]]}
 
@@ -198,7 +207,9 @@ class PodGroupStatusWriter:
             return
         written = answer.get("status")
         self.current[ref] = dict(written) if isinstance(written, dict) else dict(status)
-        scheduled = find_condition(status, UPSTREAM_CONDITION)
-        group = self.scheduler.cluster.groups.get(ref)
-        if group is not None and scheduled is not None and scheduled.get("status") == "True":
-            self._initially_scheduled[ref] = (group.uid, scheduled)
+        initially = _INITIALLY.get(ref.dialect)
+        scheduled = find_condition(status, initially) if initially is not None else None
+        cluster = self.scheduler.cluster
+        owner = cluster.groups.get(ref) or cluster.composites.get(ref)
+        if owner is not None and scheduled is not None and scheduled.get("status") == "True":
+            self._initially_scheduled[ref] = (owner.uid, scheduled)

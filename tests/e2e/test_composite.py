@@ -175,3 +175,66 @@ async def test_a_cycle_of_parents_is_reported_on_the_objects_and_nothing_binds(e
     assert "cycle of parent references" in (condition(broken, CPG_CONDITION) or {})["message"]
     pods = await env.pods()
     assert pods["g-0"]["spec"].get("nodeName") is None
+
+
+async def test_a_tree_whose_minimum_is_met_stays_scheduled_while_an_extra_child_fits_nowhere(
+    env: Env,
+) -> None:
+    """Issue 29 item 6: a gang root (minGroupCount 2) over three PodGroups of minCount 2, one
+    of which never fits. The two that fit bind, and the root and both of them say
+    True/Scheduled (not the requeued attempt's "satisfied by its bound members, but none of
+    the pending pods fits"), and keep saying it, same transition time, while the attempts for
+    the third go on; the third alone is False/Unschedulable, with its own reason."""
+    await env.add_nodes(1, cpu="4")
+    cpgs = f"/apis/{COMPOSITE}/namespaces/{env.ns}/compositepodgroups"
+    pgs = f"/apis/{UPSTREAM}/namespaces/{env.ns}/podgroups"
+    await env.kube.create(cpgs, composite(env, "root", 2))
+    for name in ("a", "b", "c"):
+        await env.kube.create(pgs, leaf(env, name, 2, "root"))
+    for name, cpu in (("a", "1"), ("b", "1"), ("c", "8")):  # c: more than any node has
+        for i in range(2):
+            await env.create_pod(
+                env.pod(
+                    f"{name}-{i}", cpu=cpu, extra_spec={"schedulingGroup": {"podGroupName": name}}
+                )
+            )
+    fitting = ["a-0", "a-1", "b-0", "b-1"]
+    await env.wait_bound(fitting, timeout=90)
+
+    def scheduled(obj: JSON, type_: str) -> bool:
+        return state(obj, type_) == ("True", "Scheduled")
+
+    root = await env.kube.wait_for_object(
+        f"{cpgs}/root",
+        lambda g: scheduled(g, CPG_CONDITION),
+        timeout=60,
+        what="root CompositePodGroupInitiallyScheduled=True/Scheduled",
+    )
+    held = {"root": condition(root, CPG_CONDITION)}
+    for name in ("a", "b"):
+        group = await env.kube.wait_for_object(
+            f"{pgs}/{name}",
+            lambda g: scheduled(g, PG_CONDITION),
+            timeout=60,
+            what=f"{name} PodGroupInitiallyScheduled=True/Scheduled",
+        )
+        held[name] = condition(group, PG_CONDITION)
+    extra = await env.kube.wait_for_object(
+        f"{pgs}/c",
+        lambda g: state(g, PG_CONDITION) == ("False", "Unschedulable"),
+        timeout=60,
+        what="c PodGroupInitiallyScheduled=False/Unschedulable",
+    )
+    assert "Insufficient cpu" in (condition(extra, PG_CONDITION) or {})["message"], extra
+
+    # Later attempts for c (backoff at most 2 s here) change none of the three conditions.
+    await asyncio.sleep(8)
+    assert condition(await env.kube.get(f"{cpgs}/root"), CPG_CONDITION) == held["root"]
+    for name in ("a", "b"):
+        assert condition(await env.kube.get(f"{pgs}/{name}"), PG_CONDITION) == held[name], name
+    extra = await env.kube.get(f"{pgs}/c")
+    assert state(extra, PG_CONDITION) == ("False", "Unschedulable"), extra
+    pods = await env.pods()
+    assert all(pods[name]["spec"].get("nodeName") for name in fitting)
+    assert not any(pods[f"c-{i}"]["spec"].get("nodeName") for i in range(2))
+    assert state(pods["c-0"], "PodScheduled") == ("False", "Unschedulable")

@@ -6,6 +6,7 @@ failed and the reason, not only that the tree did not fit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gangsched.core.composite.attempt import Attempt
@@ -76,6 +77,34 @@ def failure_result(tp: TreePlacement, at: Attempt, *, nothing_placed: bool = Fal
         diagnosis=at.diagnosis,
         levels=levels,
     )
+
+
+def met_by_bound(tree: TreeNode, parts: Mapping[GroupRef, GangMember]) -> dict[GroupRef, str]:
+    """The levels whose minimum their bound members alone meet (a PodGroup with minCount
+    bound pods, a CompositePodGroup with minGroupCount such children), each with the words a
+    successful cycle gives it. Such a level was scheduled: whatever an attempt for the
+    members still pending says (the extra child of a satisfied root that fits nowhere, a
+    preemption for it), its InitiallyScheduled condition is True and stays so, as upstream's
+    never goes back to False; reporting it unschedulable made the status writer, which sees
+    only the latest outcome, write False when it had not written the success yet, and kept a
+    False written by an earlier attempt (issue 29 item 6)."""
+    met: dict[GroupRef, str] = {}
+
+    def visit(node: TreeNode) -> bool:
+        if node.is_leaf:
+            part = parts.get(node.ref)
+            if part is None or not part.bound or part.quorum_bound < part.group.min_member:
+                return False
+            met[node.ref] = f"{len(part.bound)} pod(s) scheduled"  # as Scheduler._scheduled
+            return True
+        placed = sum([visit(child) for child in node.children])  # every child: its own verdict
+        if placed == 0 or placed < node.needed:
+            return False
+        met[node.ref] = placed_message(node, placed)
+        return True
+
+    visit(tree)
+    return met
 
 
 def why_not(tp: TreePlacement, pod: Pod, at: Attempt) -> str:

@@ -1,0 +1,74 @@
+"""The status writer never takes an InitiallyScheduled condition back to False: not when a
+watch event older than its own True write arrives after it, for PodGroups
+(PodGroupInitiallyScheduled) as for CompositePodGroups (CompositePodGroupInitiallyScheduled)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from gangsched.core.cluster import ClusterState
+from gangsched.core.composite.status import COMPOSITE_CONDITION
+from gangsched.core.decisions import GroupOutcome
+from gangsched.core.group_status import UPSTREAM_CONDITION, find_condition
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, Scheduler
+from gangsched.edge.podgroup_status import PodGroupStatusWriter
+from tests.builders import SCHEDULER
+from tests.unit.composite.trees import cpg, leaf
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+
+class ApplyRecorder:
+    def __init__(self) -> None:
+        self.applied: list[tuple[str, dict[str, Any]]] = []
+
+    async def apply(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.applied.append((path, body))
+        return {"status": body["status"]}
+
+
+@pytest.mark.parametrize(
+    ("name", "condition"), [("root", COMPOSITE_CONDITION), ("a", UPSTREAM_CONDITION)]
+)
+async def test_a_stale_false_after_our_true_write_does_not_bring_false_back(
+    name: str, condition: str
+) -> None:
+    root = cpg("root", 1)
+    root.uid = "uid-root"
+    child = leaf("a", 1, parent="root")
+    child.uid = "uid-a"
+    state = ClusterState.build(
+        scheduler_name=SCHEDULER, nodes=[], pods=[], groups=[child], composites=[root]
+    )
+    ref: GroupRef = root.ref if name == "root" else child.ref
+    actuator = SimpleNamespace(outcomes={}, pre_binding_pods=set())
+    kube = ApplyRecorder()
+    writer = PodGroupStatusWriter(
+        kube=kube,  # type: ignore[arg-type]
+        scheduler=Scheduler(state),
+        actuator=actuator,  # type: ignore[arg-type]
+    )
+    writer.watch(Dialect.COMPOSITE, "scheduling.k8s.io/v1alpha3")
+    writer.watch(Dialect.UPSTREAM, "scheduling.k8s.io/v1alpha2")
+
+    actuator.outcomes[ref] = GroupOutcome(ref, SCHEDULED, "placed")
+    await writer.sync_once([ref])
+    written = find_condition(kube.applied[-1][1]["status"], condition)
+    assert written is not None and written["status"] == "True"
+
+    # The watch delivers the object as it was before our write (an earlier attempt's False),
+    # and a later attempt fails: the condition stays True, nothing is written.
+    stale = {"type": condition, "status": "False", "reason": "Unschedulable", "message": "old"}
+    writer.observed(ref, {"conditions": [{**stale, "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
+    actuator.outcomes[ref] = GroupOutcome(ref, UNSCHEDULABLE, "a later attempt failed")
+    desired = writer.desired(ref)
+    assert desired is not None
+    assert find_condition(desired, condition) == written
+    count = len(kube.applied)
+    await writer.sync_once([ref])  # the server's copy we saw says False: True again
+    assert len(kube.applied) == count + 1
+    assert find_condition(kube.applied[-1][1]["status"], condition) == written
