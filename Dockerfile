@@ -34,11 +34,22 @@ RUN --mount=type=secret,id=pip-ca \
  && rm -rf /tmp/wheels \
  && /opt/gangsched/bin/gangsched --version
 # What the runtime never loads stays out of the final stage: the dependencies' own test suites
-# (numpy's are 17 MB) and numpy's build tools (f2py, numpy.distutils, numpy-config).
+# (numpy's are 17 MB), numpy's build tools (f2py, numpy.distutils, numpy-config) and the
+# modules hack/image-prune.txt lists (kubernetes-asyncio's generated client, 47 MB; unused CEL
+# extensions), every entry required to match. Then the import paths of `gangsched run` and
+# `gangsched explain` are loaded once, so a pruned module they need fails the build.
+COPY hack/image-prune.txt hack/image-prune.txt
 RUN set -eu; \
     site=$(/opt/gangsched/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
     find "$site" -depth -type d -name tests -exec rm -rf {} +; \
     rm -rf "$site"/numpy/f2py "$site"/numpy/distutils /opt/gangsched/bin/f2py /opt/gangsched/bin/numpy-config; \
+    sed 's/#.*//' hack/image-prune.txt | while read -r entry; do \
+      [ -n "$entry" ] || continue; \
+      set -- "$site"/$entry; \
+      [ -e "$1" ] || { echo "hack/image-prune.txt: $entry matches nothing in $site" >&2; exit 1; }; \
+      rm -rf "$@"; \
+    done; \
+    /opt/gangsched/bin/python -c 'from gangsched.edge import slim_client; assert slim_client.install(); import gangsched.edge.app, gangsched.edge.early_lists, gangsched.explain.command, gangsched.core.dra.cel'; \
     /opt/gangsched/bin/gangsched --version
 
 FROM ${PYTHON_IMAGE}

@@ -69,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in ("run", "explain"):
+        # The commands that reach a cluster load kubernetes-asyncio without its generated API
+        # and model modules, before anything imports it (kopf does): the image does not ship
+        # them (hack/image-prune.txt).
+        from gangsched.edge import slim_client
+
+        slim_client.install()
     if args.command == "simulate":
         return _simulate(args)
     if args.command == "run":
@@ -113,9 +120,6 @@ def _simulate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from gangsched.edge import slim_client
-
-    slim_client.install()  # before anything imports kubernetes-asyncio (kopf does)
     try:
         return asyncio.run(_run_async(args))
     except KeyboardInterrupt:

@@ -138,7 +138,8 @@ context_hash() {
     echo "$base_id"
     sha256sum Dockerfile .dockerignore
     git ls-files -z --cached --others --exclude-standard -- \
-      pyproject.toml README.md requirements.lock requirements-build.lock hack/install-locked.sh gangsched \
+      pyproject.toml README.md requirements.lock requirements-build.lock hack/install-locked.sh \
+      hack/image-prune.txt gangsched \
       | grep -zv -e '__pycache__' -e '\.pyc$' | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -c1-16
 }

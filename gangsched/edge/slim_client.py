@@ -14,10 +14,12 @@ so the modules we do use (`client.configuration`, `client.api_client`, `client.r
 looked up on the shells raises AttributeError (an ImportError for `from ... import`), which
 kopf already treats as "kubernetes-asyncio models not installed".
 
-Only `gangsched run` calls it, before anything imports kubernetes-asyncio; a process that
-already has the full client (tests, a REPL) keeps it. If the installed layout ever stops
-matching, the shells are removed and the ordinary import is used: a larger process, never
-a broken one.
+`gangsched run` and `gangsched explain` call it (gangsched.cli.main), before anything imports
+kubernetes-asyncio; a process that already has the full client (tests, a REPL) keeps it. If
+the installed layout ever stops matching, the shells are removed and the ordinary import is
+used: a larger process, never a broken one, wherever the full client is installed. The image
+does not ship it (hack/image-prune.txt deletes the generated modules; tests/unit/
+test_image_prune.py keeps gangsched from needing them), so there it must install.
 """
 
 from __future__ import annotations

@@ -132,6 +132,43 @@ def test_image_has_no_pip_and_no_compiler(container: str) -> None:
     assert lines[:-1] == [], "\n".join(lines[:-1])
 
 
+# Prints what is left of the pruned paths (nothing, if pruned), whether the full client still
+# imports, and what `gangsched explain` says of an unreachable API server (slim client, config,
+# connection and a request, all in the image), then "done".
+PRUNED_AND_EXPLAIN = r"""
+site=$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+for entry in {entries}; do
+  for path in "$site"/$entry; do [ -e "$path" ] && echo "shipped: $path"; done
+done
+python -c 'import kubernetes_asyncio.client' 2>/dev/null && echo "the full client imports"
+cat > /tmp/kubeconfig <<'EOF'
+{{"apiVersion": "v1", "kind": "Config", "current-context": "x",
+ "clusters": [{{"name": "c", "cluster": {{"server": "http://127.0.0.1:1"}}}}],
+ "users": [{{"name": "u", "user": {{"token": "t"}}}}],
+ "contexts": [{{"name": "x", "context": {{"cluster": "c", "user": "u"}}}}]}}
+EOF
+gangsched explain default/x --kubeconfig /tmp/kubeconfig 2>&1; echo "explain exit $?"
+echo done
+"""
+
+
+def test_image_ships_none_of_what_it_prunes_and_explains(container: str) -> None:
+    """hack/image-prune.txt's paths are gone, and the commands that use kubernetes-asyncio
+    still load: `gangsched run` in the walkthrough below, `gangsched explain` here."""
+    entries = [
+        line.split("#", 1)[0].strip()
+        for line in (REPO_ROOT / "hack" / "image-prune.txt").read_text().splitlines()
+    ]
+    script = PRUNED_AND_EXPLAIN.format(entries=" ".join(e for e in entries if e))
+    proc = run_in(container, script, user="65532:65532")
+    lines = proc.stdout.strip().splitlines()
+    assert lines and lines[-1] == "done", proc.stdout + proc.stderr
+    assert not [line for line in lines if line.startswith(("shipped:", "the full"))], lines
+    assert "explain exit 1" in lines, proc.stdout
+    assert "cannot reach the API server" in proc.stdout, proc.stdout
+    assert "Traceback" not in proc.stdout, proc.stdout
+
+
 def _certs(bundle: str) -> list[bytes]:
     return [
         ssl.PEM_cert_to_DER_cert(m[0])
