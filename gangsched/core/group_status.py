@@ -109,7 +109,7 @@ def desired_status(
     """
     dialect = group.ref.dialect
     if dialect is Dialect.UPSTREAM:
-        return _upstream(group, outcome, previous, now=now)
+        return _upstream(group, members, outcome, previous, now=now)
     if dialect is Dialect.X_K8S:
         return _scheduler_plugins(group, members, previous)
     if dialect is Dialect.VOLCANO:
@@ -128,7 +128,12 @@ def desired_status(
 
 
 def _upstream(
-    group: PodGroup, outcome: GroupOutcome | None, previous: Mapping[str, Any], *, now: str
+    group: PodGroup,
+    members: Sequence[Pod],
+    outcome: GroupOutcome | None,
+    previous: Mapping[str, Any],
+    *,
+    now: str,
 ) -> dict[str, Any] | None:
     old = find_condition(previous, UPSTREAM_CONDITION)
     wanted = UPSTREAM_REASONS.get(outcome.result) if outcome is not None else None
@@ -138,12 +143,20 @@ def _upstream(
     if old is not None and old.get("status") == "True" and status != "True":
         return _keep(old)  # initially scheduled stays True (extra members failing later)
     assert outcome is not None
+    message = outcome.message
+    scheduled = count_members(members).scheduled
+    if status != "True" and scheduled >= max(group.min_member, 1):
+        # minCount members are bound, so a cycle has succeeded for this group, whatever the
+        # latest attempt (for an extra member) says. The success's own write can be overtaken
+        # by that attempt before it reaches the server, and a restart finds only the False.
+        status, reason = UPSTREAM_REASONS[SCHEDULED]
+        message = f"{scheduled} pod(s) scheduled"
     condition = make_condition(
         old,
         type_=UPSTREAM_CONDITION,
         status=status,
         reason=reason,
-        message=outcome.message,
+        message=message,
         generation=group.generation,
         now=now,
     )

@@ -85,6 +85,32 @@ def test_upstream_true_never_goes_back_to_false() -> None:
     assert unchanged(held, again)
 
 
+def test_upstream_true_once_min_count_members_are_bound_whatever_the_latest_attempt() -> None:
+    """The success's own write can be overtaken: the attempt for an extra member that does not
+    fit runs before the True reaches the server, or gangsched restarts in between. With
+    minCount members bound the group was scheduled, so that attempt writes True/Scheduled;
+    with fewer bound, the attempt's False stands."""
+    group = upstream()
+    bound = [pod(f"m{i}", node_name="n1", phase="Running") for i in range(2)]
+    extra = pod("m2")
+    earlier = desired_status(group, [*bound[:1], extra], outcome(group, UNSCHEDULABLE), {}, now=NOW)
+    assert earlier is not None
+    assert earlier["conditions"][0]["status"] == "False"
+    for result in (UNSCHEDULABLE, WAITING_ON_PREEMPTION, ERROR):
+        later = desired_status(group, [*bound, extra], outcome(group, result), earlier, now=LATER)
+        assert later is not None
+        (condition,) = later["conditions"]
+        assert (condition["status"], condition["reason"]) == ("True", "Scheduled")
+        assert (condition["message"], condition["lastTransitionTime"]) == (
+            "2 pod(s) scheduled",
+            LATER,
+        )
+    terminating = [bound[0], pod("m1", node_name="n1", terminating=True), extra]
+    still = desired_status(group, terminating, outcome(group, UNSCHEDULABLE), earlier, now=LATER)
+    assert still is not None
+    assert still["conditions"][0]["status"] == "False"
+
+
 def test_upstream_false_keeps_its_transition_time_and_follows_the_generation() -> None:
     group = upstream(generation=1)
     first = desired_status(group, [], outcome(group, UNSCHEDULABLE, "a"), {}, now=NOW)
