@@ -126,7 +126,8 @@ def test_scheduled_all_pods_to_one_node() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="deliberate: both spines cost one low-priority victim; gangsched breaks the tie as "
+    reason="deliberate: both spines cost one low-priority victim and score the same with it "
+    "removed (upstream's domain tie-break); gangsched then breaks the tie as "
     "kube-scheduler's pickOneNodeForPreemption does, evicting the victim that started latest "
     "(existing-pod-2, created after existing-pod-1, so spine s2), where Koordinator takes the "
     "first domain it plans (s1); created in the other order gangsched evicts existing-pod-1",
