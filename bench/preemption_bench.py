@@ -38,8 +38,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import GangPlacer
 from gangsched.core.decisions import Nominate
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.labels import LabelSelector
 from gangsched.core.model import (
     Dialect,

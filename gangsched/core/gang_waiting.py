@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
+from gangsched.core.cycle import Gang, GangMember
 from gangsched.core.model import Pod
-
-if TYPE_CHECKING:
-    from gangsched.core.cycle import Gang, GangMember
 
 
 def waiting_part(gang: Gang) -> GangMember | None:

@@ -20,7 +20,6 @@ from gangsched.core.cycle import (
     CycleResult,
     Gang,
     GangMember,
-    GangPlacer,
 )
 from gangsched.core.decisions import (
     Bind,
@@ -33,11 +32,12 @@ from gangsched.core.decisions import (
 from gangsched.core.framework import Framework
 from gangsched.core.gang_waiting import waiting_note
 from gangsched.core.model import Dialect, GroupRef, MatchPolicy, Pod, PodGroup
+from gangsched.core.placers import UnitPlacer
 from gangsched.core.plugins import ScoringConfig, build_framework
 from gangsched.core.queue import SchedulingQueue
 from gangsched.core.queue_order import queue_position
 from gangsched.core.status import Code
-from gangsched.core.topology.placement import TopologyConfig, TopologyPlacer
+from gangsched.core.topology.placement import TopologyConfig
 from gangsched.core.topology.report import TopologyReport
 
 SCHEDULED = "scheduled"
@@ -117,9 +117,8 @@ class Scheduler:
         self.config = config or SchedulerConfig(scheduler_name=cluster.scheduler_name)
         self.cluster = cluster
         self.framework = build_framework(self.config.scoring)
-        self.placer: GangPlacer = TopologyPlacer(
-            self.framework, self.config.cycle, self.config.topology
-        )
+        #: The placer for each kind of unit popped (core/placers.py).
+        self.placer = UnitPlacer(self.framework, self.config.cycle, self.config.topology)
         self.queue = SchedulingQueue(
             initial_backoff=self.config.initial_backoff,
             max_backoff=self.config.max_backoff,

@@ -16,11 +16,12 @@ from typing import Any
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import composite_ref
-from gangsched.core.cycle import CycleResult, Gang, GangPlacer, member_order
+from gangsched.core.cycle import CycleResult, Gang, member_order
 from gangsched.core.decisions import Bind, Decision, GroupOutcome, Nominate
 from gangsched.core.framework import Framework
 from gangsched.core.gang_waiting import gated_summary
 from gangsched.core.model import Dialect, GroupRef, Pod
+from gangsched.core.placers import UnitPlacer
 from gangsched.core.preemption.victims import gang_priority, victim_priority
 from gangsched.core.scheduler import (
     ERROR,
@@ -91,7 +92,7 @@ def resolve(
 class _RecordingPlacer:
     """The scheduler's placer, keeping the last CycleResult (per-pod messages)."""
 
-    def __init__(self, inner: GangPlacer) -> None:
+    def __init__(self, inner: UnitPlacer) -> None:
         self.inner = inner
         self.last: CycleResult | None = None
 

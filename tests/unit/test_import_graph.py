@@ -11,8 +11,8 @@
 
 What is known to break a rule today and is being fixed by others is listed here exactly
 (`KNOWN_*`): a new offender fails, and so does a listed one that no longer offends, so each
-list only shrinks and is deleted with its last entry. The known cycles are strict xfails, one
-per cycle, for the same reason.
+list only shrinks and is deleted with its last entry (the lists of cycles and of private
+names imported are gone: there are none).
 """
 
 from __future__ import annotations
@@ -32,40 +32,10 @@ PACKAGE = "gangsched"
 SOURCE = Path(gangsched.__file__).resolve().parent
 MAX_LINES = 500
 
-#: The import cycles being broken by others (issue 31), each as the modules of its strongly
-#: connected component today. A cycle that is not a subset of one of these fails now.
-KNOWN_CYCLES: dict[str, frozenset[str]] = {
-    # (c) the gang cycle hands trees to composite placement and waiting messages to
-    # gang_waiting, which (like topology placement) build on the cycle's types.
-    "c": frozenset(
-        {
-            "gangsched.core.composite.domains",
-            "gangsched.core.composite.placement",
-            "gangsched.core.composite.search",
-            "gangsched.core.composite.validation",
-            "gangsched.core.composite.verdicts",
-            "gangsched.core.cycle",
-            "gangsched.core.gang_waiting",
-            "gangsched.core.topology.messages",
-            "gangsched.core.topology.placement",
-        }
-    ),
-}
-
 #: Modules over MAX_LINES, being split by others (paths relative to the repository).
 KNOWN_OVERSIZED = frozenset(
     {
-        "gangsched/core/composite/placement.py",
         "gangsched/core/scheduler.py",
-    }
-)
-
-#: (importing module, imported module, private name) imported across modules today.
-KNOWN_PRIVATE_IMPORTS = frozenset(
-    {
-        # cycle (c): the composite search reuses the gang cycle's node equivalence.
-        ("gangsched.core.composite.search", "gangsched.core.cycle", "_node_signature"),
-        ("gangsched.core.composite.search", "gangsched.core.cycle", "_nodes_interchangeable"),
     }
 )
 
@@ -99,8 +69,6 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
 #: Imports inside functions that are not for start-up time, being removed by others.
 KNOWN_FUNCTION_IMPORTS = frozenset(
     {
-        # cycle (c): dodges core.cycle <-> core.composite.placement.
-        ("gangsched.core.cycle", "GangPlacer.place", "gangsched.core.composite.placement"),
         # cli.py: `gangsched.explain` is lazy itself (a few ms to import) and slim_client
         # imports only the standard library: both can be module-level imports.
         ("gangsched.cli", "_parser", "gangsched.explain"),
@@ -206,24 +174,8 @@ def graph() -> grimp.ImportGraph:
     return grimp.build_graph(PACKAGE, exclude_type_checking_imports=False, cache_dir=None)
 
 
-def test_no_import_cycle_but_the_known_ones(graph: grimp.ImportGraph) -> None:
-    check_no_cycles(graph, PACKAGE, KNOWN_CYCLES)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(strict=True, reason="issue 31: cycle (c) being broken"),
-        )
-        for name in sorted(KNOWN_CYCLES)
-    ],
-)
-def test_known_cycle_is_broken(graph: grimp.ImportGraph, name: str) -> None:
-    """Passes (and so fails as a strict xfail) once the cycle is gone: then delete its
-    KNOWN_CYCLES entry."""
-    check_no_cycles(graph, PACKAGE, {k: v for k, v in KNOWN_CYCLES.items() if k != name})
+def test_no_import_cycle(graph: grimp.ImportGraph) -> None:
+    check_no_cycles(graph, PACKAGE)
 
 
 def synthetic_graph(*imports: tuple[str, str]) -> grimp.ImportGraph:
@@ -338,7 +290,7 @@ def private_imports(module: Module) -> Iterator[tuple[str, str, str]]:
 
 def test_no_private_name_imported_across_modules() -> None:
     found = {entry for module in modules() for entry in private_imports(module)}
-    check_exact(found, KNOWN_PRIVATE_IMPORTS, "private names imported from another module")
+    check_exact(found, set(), "private names imported from another module")
 
 
 def function_imports(module: Module) -> Iterator[tuple[str, str, str]]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from gangsched.core.composite.tree import TreeNode
-from gangsched.core.cycle import CycleResult, GangMember, GangPlacer
+from gangsched.core.cycle import CycleResult, GangMember
 from gangsched.core.framework import Framework
 from gangsched.core.model import GroupRef
 from gangsched.core.plugins.most_allocated import MostAllocated
@@ -89,18 +89,16 @@ def bound_domains(node: TreeNode, snap: Snapshot, parts: dict[GroupRef, GangMemb
 
 
 def confined_placer(
-    placer: GangPlacer, refs: Iterable[GroupRef], mask: BoolVector, name: str
-) -> GangPlacer:
-    """`placer` with the members of `refs` kept to `mask` (leaf-level topology still honoured
-    where the placer is the topology placer)."""
+    placer: TopologyPlacer, refs: Iterable[GroupRef], mask: BoolVector, name: str
+) -> TopologyPlacer:
+    """`placer` with the members of `refs` kept to `mask` (leaf-level topology still
+    honoured)."""
     masks = dict.fromkeys(refs, mask)
     framework = confined(placer.framework, masks, dict.fromkeys(masks, name))
-    if isinstance(placer, TopologyPlacer):
-        return TopologyPlacer(framework, placer.config, placer.topology)
-    return GangPlacer(framework, placer.config)
+    return TopologyPlacer(framework, placer.config, placer.topology)
 
 
-def packing_placer(placer: GangPlacer) -> GangPlacer:
+def packing_placer(placer: TopologyPlacer) -> TopologyPlacer:
     """`placer` with its filters (domain confinement included) and nodes scored fullest
     first (MostAllocated over CPU and memory, as the gang cycle's bin-packing attempt): the
     level-by-level pass that fills nodes in use before it opens an idle one, where the
@@ -110,9 +108,7 @@ def packing_placer(placer: GangPlacer) -> GangPlacer:
         scores=[(MostAllocated({"cpu": 1.0, "memory": 1.0}), 1.0)],
         pre_filters=placer.framework.pre_filters,
     )
-    if isinstance(placer, TopologyPlacer):
-        return TopologyPlacer(framework, placer.config, placer.topology)
-    return GangPlacer(framework, placer.config)
+    return TopologyPlacer(framework, placer.config, placer.topology)
 
 
 def leaf_domain_framework(

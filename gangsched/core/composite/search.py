@@ -5,30 +5,28 @@ pod goes across the whole tree, exact on small trees within the cycle's search b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from gangsched.core.composite.attempt import Attempt
+from gangsched.core.composite.state import TreeState
 from gangsched.core.composite.tree import TreeNode
-from gangsched.core.cycle import Gang, _node_signature, _nodes_interchangeable, member_order
+from gangsched.core.composite.verdicts import placed_message
+from gangsched.core.cycle import Gang, member_order
 from gangsched.core.model import GroupRef, Pod
+from gangsched.core.node_equivalence import node_signature, nodes_interchangeable
 from gangsched.core.snapshot import Snapshot
 from gangsched.core.status import Code
-
-if TYPE_CHECKING:
-    from gangsched.core.composite.placement import TreePlacement
 
 #: Leaf placements the "which children" search may try before it gives up.
 SUBSET_BUDGET = 256
 
 
-def leaf_orders(tp: TreePlacement) -> tuple[list[TreeNode], list[TreeNode]]:
+def leaf_orders(tp: TreeState) -> tuple[list[TreeNode], list[TreeNode]]:
     leaves = [leaf for leaf in tp.tree.leaves() if tp.leaf_ready(leaf)]
     return leaves, sorted(leaves, key=lambda node: demand(tp, node), reverse=True)
 
 
-def demand(tp: TreePlacement, node: TreeNode) -> float:
+def demand(tp: TreeState, node: TreeNode) -> float:
     """A leaf's share of the cluster: its minCount smallest pending pods' dominant share."""
     part = tp.part(node)
     if part is None or not part.pending:
@@ -45,7 +43,7 @@ def demand(tp: TreePlacement, node: TreeNode) -> float:
     return float(shares.max(initial=0.0))
 
 
-def subset_search(tp: TreePlacement, order: list[TreeNode]) -> Attempt | None:
+def subset_search(tp: TreeState, order: list[TreeNode]) -> Attempt | None:
     """Which leaves to take: each one placed whole by the gang cycle, or left out."""
     snap = tp.snap
     at = Attempt()
@@ -83,7 +81,7 @@ def subset_search(tp: TreePlacement, order: list[TreeNode]) -> Attempt | None:
 
     if not search(0):
         return None
-    tp.mark_satisfied(at, decided)
+    mark_satisfied(tp, at, decided)
     return at
 
 
@@ -100,7 +98,7 @@ def fragmentation(snap: Snapshot, at: Attempt) -> tuple[int, int]:
     return opened, len(on_node)
 
 
-def backtrack(tp: TreePlacement, *, tightest: bool = False) -> Attempt | None:
+def backtrack(tp: TreeState, *, tightest: bool = False) -> Attempt | None:
     """Where each pod goes, across the whole tree (module doc, search 2). With ``tightest``
     the nodes already in use are tried before idle ones (scorer order otherwise), the search
     that looks for the least fragmented placement."""
@@ -122,7 +120,7 @@ def backtrack(tp: TreePlacement, *, tightest: bool = False) -> Attempt | None:
     }
     at = Attempt()
     budget = [config.search_budget]
-    dedupe = _nodes_interchangeable([pod for pod, _, _ in sequence], snap)
+    dedupe = nodes_interchangeable([pod for pod, _, _ in sequence], snap)
 
     def leaf_state() -> dict[GroupRef, bool | None]:
         state: dict[GroupRef, bool | None] = {}
@@ -175,7 +173,7 @@ def backtrack(tp: TreePlacement, *, tightest: bool = False) -> Attempt | None:
             if tried >= config.search_width or budget[0] <= 0:
                 break
             if dedupe:
-                signature = _node_signature(snap, int(node))
+                signature = node_signature(snap, int(node))
                 if signature in seen:
                     continue
                 seen.add(signature)
@@ -200,5 +198,17 @@ def backtrack(tp: TreePlacement, *, tightest: bool = False) -> Attempt | None:
     if not search(0):
         return None
     state = leaf_state()
-    tp.mark_satisfied(at, {ref: value is True for ref, value in state.items()})
+    mark_satisfied(tp, at, {ref: value is True for ref, value in state.items()})
     return at
+
+
+def mark_satisfied(tp: TreeState, at: Attempt, leaves: dict[GroupRef, bool]) -> None:
+    """Each level's verdict in `at` once a search decided which leaves are placed."""
+    for node in tp.nodes:
+        ok = tp.count(node, leaves)
+        at.satisfied[node.ref] = ok
+        if node.is_leaf:
+            at.messages[node.ref] = "placed" if ok else "not needed by its parent"
+        else:
+            placed = sum(1 for child in node.children if tp.count(child, leaves))
+            at.messages[node.ref] = placed_message(node, placed)

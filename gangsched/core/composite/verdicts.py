@@ -7,20 +7,17 @@ failed and the reason, not only that the tree did not fit.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from gangsched.core.composite.attempt import Attempt
+from gangsched.core.composite.state import TreeState
 from gangsched.core.composite.tree import TreeNode
 from gangsched.core.cycle import CycleResult, GangMember
 from gangsched.core.model import GroupRef, Pod
 from gangsched.core.status import Code
 
-if TYPE_CHECKING:
-    from gangsched.core.composite.placement import TreePlacement
-
 
 def level_verdicts(
-    tp: TreePlacement, at: Attempt, failure: str | None
+    tp: TreeState, at: Attempt, failure: str | None
 ) -> dict[GroupRef, tuple[bool, str]]:
     """Each level's verdict for status: its own failure first, else (kube-scheduler's
     words) the nearest level above that failed, else placed. `failure`: the root's
@@ -55,7 +52,7 @@ def level_verdicts(
     return levels
 
 
-def failure_result(tp: TreePlacement, at: Attempt, *, nothing_placed: bool = False) -> CycleResult:
+def failure_result(tp: TreeState, at: Attempt, *, nothing_placed: bool = False) -> CycleResult:
     root = tp.tree
     if nothing_placed:
         message = (
@@ -107,7 +104,7 @@ def met_by_bound(tree: TreeNode, parts: Mapping[GroupRef, GangMember]) -> dict[G
     return met
 
 
-def why_not(tp: TreePlacement, pod: Pod, at: Attempt) -> str:
+def why_not(tp: TreeState, pod: Pod, at: Attempt) -> str:
     ref = _leaf_of(pod, tp.parts)
     if ref is None:
         return "not placed"

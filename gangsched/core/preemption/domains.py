@@ -31,9 +31,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import CycleConfig, Gang, GangPlacer
+from gangsched.core.cycle import CycleConfig, Gang
 from gangsched.core.framework import Framework
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import Pod
+from gangsched.core.placers import UnitPlacer
 from gangsched.core.preemption.cost import (
     NO_VICTIMS,
     Cost,
@@ -238,8 +240,8 @@ def _placement_scores(
         return {t.domain.name: 0.0 for t in feasible}
     placer = base.placer
     scorer = (
-        placer
-        if isinstance(placer, TopologyPlacer)
+        placer.group
+        if isinstance(placer, UnitPlacer)
         else TopologyPlacer(placer.framework, placer.config)
     )
     mine = {id(pod) for pod in cls.pending}

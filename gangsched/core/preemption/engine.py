@@ -17,7 +17,7 @@ Two regimes, decided once per attempt:
   reprieve re-runs the filters of every placed preemptor pod in placement order (what the
   KEP calls in-place reprieval).
 
-Whatever a search finds is then verified by `GangPlacer.place` on the snapshot without the
+Whatever a search finds is then verified by the placer (`Problem.place`) on the snapshot without the
 chosen victims: only a set for which the real cycle succeeds is ever returned, and the
 nominations come from that verifying run, which is the placement the next cycle will find
 (it tries nominated nodes first).
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import CycleResult, Gang, GangPlacer
+from gangsched.core.cycle import CycleResult, Gang, Placer
 from gangsched.core.framework import Framework, IndexVector
 from gangsched.core.model import HostPort, Pod
 from gangsched.core.preemption.cost import Cost, victim_cost
@@ -121,8 +121,8 @@ class Problem:
     failed: CycleResult
     cluster: ClusterState
     framework: Framework
-    placer: GangPlacer
-    probe_placer: GangPlacer
+    placer: Placer
+    probe_placer: Placer
     priority: int
     table: VictimTable
     budgets: BudgetIndex

@@ -20,8 +20,9 @@ import gc
 from dataclasses import replace
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangPlacer
+from gangsched.core.cycle import CycleConfig, CycleResult, Gang
 from gangsched.core.framework import Framework
+from gangsched.core.placers import UnitPlacer
 from gangsched.core.preemption.actuation import (
     build_decisions,
     preemption_message,
@@ -45,7 +46,6 @@ from gangsched.core.preemption.victims import (
 )
 from gangsched.core.scheduler import PreemptionOutcome
 from gangsched.core.status import Code
-from gangsched.core.topology.placement import TopologyPlacer
 
 KEP = "kep"
 MINCOST = "mincost"
@@ -84,7 +84,7 @@ class WorkloadPreemptor:
         self.config = config or PreemptionConfig()
         self.cycle = cycle
         self.topology = topology or TopologyPreemptionConfig()
-        self._placers: tuple[GangPlacer, GangPlacer] | None = None
+        self._placers: tuple[UnitPlacer, UnitPlacer] | None = None
         #: Searches that found nothing, given again until something that can help changes.
         self.futile = FutileSearches()
 
@@ -179,7 +179,7 @@ class WorkloadPreemptor:
         return self._started(gang, failed, cluster, priority, found)
 
     # ---------------------------------------------------------------------------- helpers
-    def _placers_for(self, framework: Framework) -> tuple[GangPlacer, GangPlacer]:
+    def _placers_for(self, framework: Framework) -> tuple[UnitPlacer, UnitPlacer]:
         """The scheduler's own cycle (for every verification) and a cheaper one for
         exploratory runs, kept while the framework stays the same."""
         cached = self._placers
@@ -189,7 +189,7 @@ class WorkloadPreemptor:
                 base, search_budget=min(base.search_budget, self.config.probe_search_budget)
             )
             # Dry runs honour the gang's topology constraint as the cycle itself does.
-            cached = (TopologyPlacer(framework, base), TopologyPlacer(framework, probe))
+            cached = (UnitPlacer(framework, base), UnitPlacer(framework, probe))
             self._placers = cached
         return cached
 

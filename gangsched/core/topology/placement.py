@@ -29,15 +29,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gangsched.core.cycle import (
-    CycleConfig,
-    CycleResult,
-    Gang,
-    GangMember,
-    GangPlacer,
-    validate,
-)
+from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember, validate
 from gangsched.core.framework import Framework
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.gang_waiting import waiting_message
 from gangsched.core.model import GroupRef, Pod
 from gangsched.core.snapshot import BoolVector, Snapshot
@@ -139,8 +133,9 @@ class _Candidate:
         return (-self.bound_score, -self.bound_pods, self.name)
 
 
-class TopologyPlacer(GangPlacer):
-    """The gang cycle, honouring the gang's topology constraint when it has one."""
+class TopologyPlacer:
+    """The gang cycle, honouring the gang's topology constraint when it has one: a gang
+    placer per candidate domain (module doc), the gang placer alone for a gang without one."""
 
     def __init__(
         self,
@@ -150,15 +145,18 @@ class TopologyPlacer(GangPlacer):
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(framework, config)
+        self.framework = framework
+        self.config = config or CycleConfig()
         self.topology = topology or TopologyConfig()
         #: Wall-clock seconds, to tell a victim that is slow to go from one that never will.
         self.clock = clock
+        #: Places the gangs without a constraint, over the whole framework.
+        self.gang = GangPlacer(framework, self.config)
 
     def place(self, gang: Gang, snap: Snapshot) -> CycleResult:
         classes = constraint_classes(gang)
         if not classes:
-            return super().place(gang, snap)
+            return self.gang.place(gang, snap)
         # What concerns the gang, not a domain, is decided before any domain is looked at:
         # a group still waiting for members must wait, not be called too big for every rack.
         error = validate(gang) or _request_problem(gang)

@@ -224,7 +224,7 @@ def test_scoring_strategy_spreads_or_packs(strategy: str) -> None:
 
 
 def test_search_is_skipped_when_it_cannot_help() -> None:
-    from gangsched.core.cycle import _search_can_help
+    from gangsched.core.gang_placer import _search_can_help
 
     state = cluster([node("n1", cpu=4), node("n2", cpu=4)], [], [group("g", 3)])
     sched = Scheduler(state)

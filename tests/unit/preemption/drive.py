@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import CycleResult, Gang, GangPlacer
+from gangsched.core.cycle import CycleResult, Gang
 from gangsched.core.decisions import Decision, Event, Evict, Nominate, SetCondition
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import GroupRef, Pod
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import KEP, MINCOST, build_preemptor

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import GangPlacer
 from gangsched.core.decisions import Nominate
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import DisruptionMode, Pod
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import KEP, MINCOST

@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import GangPlacer
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import PodAffinityTerm
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption import KEP, MINCOST, build_preemptor

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import GangPlacer
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.labels import LabelSelector
 from gangsched.core.model import DisruptionMode, GroupRef, HostPort, Pod, PodAffinityTerm
 from gangsched.core.plugins import build_framework

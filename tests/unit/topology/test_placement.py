@@ -138,7 +138,7 @@ def test_domains_the_members_may_not_use_never_spend_the_budget() -> None:
     members = gang_pods("g", 2, memory=None, node_selector={"pool": "gpu"})
     state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
     sched = Scheduler(state)
-    sched.placer.topology = TopologyConfig(max_evaluations=1)  # type: ignore[attr-defined]
+    sched.placer.group.topology = TopologyConfig(max_evaluations=1)
     report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
     assert report.result == SCHEDULED, report.message
     assert {rack_of(state, p.key) for p in members} == {"zz"}
@@ -276,7 +276,7 @@ def test_budget_bounds_the_evaluations() -> None:
     members = gang_pods("g", 2, memory=None, host_ports=port)
     state = cluster(nodes, [*holders, *members], [constrained("g", 1, required=RACK)])
     sched = Scheduler(state)
-    sched.placer.topology = TopologyConfig(max_evaluations=3)  # type: ignore[attr-defined]
+    sched.placer.group.topology = TopologyConfig(max_evaluations=3)
     report = sched.schedule(sched.gang(members[0].group), 0.0)  # type: ignore[arg-type]
     assert report.result != SCHEDULED
     assert report.topology is not None
@@ -297,7 +297,7 @@ def test_percentage_of_domains_stops_after_enough_feasible_ones() -> None:
     members = gang_pods("g", 4, memory=None, host_ports=port)
     state = cluster(nodes, members, [constrained("g", 2, required=RACK)])
     sched = Scheduler(state)
-    sched.placer.topology = TopologyConfig(percentage_of_domains=20)  # type: ignore[attr-defined]
+    sched.placer.group.topology = TopologyConfig(percentage_of_domains=20)
     gang = sched.gang(members[0].group)  # type: ignore[arg-type]
     result = sched.placer.place(gang, state.snapshot)
     assert result.topology is not None

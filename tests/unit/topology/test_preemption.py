@@ -184,7 +184,7 @@ def reserved_state(
     ]
     state = cluster(nodes, [*running, *members], [constrained("g", 2)])
     sched = Scheduler(state)
-    sched.placer.clock = lambda: NOW  # type: ignore[attr-defined]
+    sched.placer.group.clock = lambda: NOW
     return sched, members
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.cycle import GangPlacer
+from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import DisruptionMode, PodGroup
 from gangsched.core.preemption import build_preemptor
 from gangsched.core.preemption.cost import Cost, victim_cost
