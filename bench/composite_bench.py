@@ -19,8 +19,9 @@ import time
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import CompositePodGroup, composite_ref
+from gangsched.core.decisions import SCHEDULED
 from gangsched.core.model import Dialect, GroupRef, Node, Pod, PodGroup
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 
 GIB = 1024**3
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from bench import background
 from bench.background import GIB
 from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import SCHEDULED
 from gangsched.core.labels import LabelSelector
 from gangsched.core.model import (
     Dialect,
@@ -40,7 +41,7 @@ from gangsched.core.model import (
     PodGroup,
     TopologySpreadConstraint,
 )
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 
 
 def build(nodes: int, small: int, large: int, constrained: int = 0) -> tuple[ClusterState, float]:

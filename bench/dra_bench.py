@@ -27,7 +27,7 @@ from pathlib import Path
 from bench import background
 from bench.background import GIB
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import AllocateClaim
+from gangsched.core.decisions import SCHEDULED, AllocateClaim
 from gangsched.core.dra.model import (
     ClaimSpec,
     Device,
@@ -40,7 +40,7 @@ from gangsched.core.dra.model import (
 )
 from gangsched.core.dra.state import DraState
 from gangsched.core.model import Dialect, GroupRef, Pod, PodClaim, PodGroup
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 
 DRIVER = "gpu.example.com"
 SELECTOR = f'device.capacity["{DRIVER}"].memory.compareTo(quantity("64Gi")) >= 0'

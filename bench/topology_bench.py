@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import SCHEDULED
 from gangsched.core.model import Dialect, GroupRef, Node, Pod, PodGroup
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.topology.request import TopologyRequest
 
 GIB = 1024**3

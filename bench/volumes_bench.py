@@ -27,10 +27,10 @@ from pathlib import Path
 from bench import background
 from bench.background import GIB
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import BindVolume, SelectNode
+from gangsched.core.decisions import SCHEDULED, BindVolume, SelectNode
 from gangsched.core.labels import NodeSelectorTerm, Requirement
 from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup, PodVolumeClaim
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.volumes.book import VolumeBook
 from gangsched.core.volumes.model import (
     ClaimRef,

@@ -103,12 +103,25 @@ class Event:
     related: str = ""
 
 
+#: What a cycle did for a unit and each of its groups: GroupOutcome.result, and the result of
+#: the scheduler's report of the cycle (core/scheduler.py's CycleReport).
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+WAITING = "waiting"
+ERROR = "error"
+WAITING_ON_PREEMPTION = "waiting_on_preemption"
+
+#: KEP-5501's PodScheduled reason for a pod held before any scheduling attempt (autoscalers
+#: ignore it, unlike `Unschedulable`); also the reason of the event saying why.
+NOT_READY_FOR_SCHEDULING = "NotReadyForScheduling"
+
+
 @dataclass(frozen=True, slots=True)
 class GroupOutcome:
     """The PodGroup-level result of a cycle, for status writers and reports."""
 
     group: GroupRef
-    result: str  # scheduled | unschedulable | waiting | error | waiting_on_preemption
+    result: str  # SCHEDULED, UNSCHEDULABLE, WAITING, ERROR or WAITING_ON_PREEMPTION
     message: str
 
 

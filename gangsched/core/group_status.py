@@ -25,7 +25,15 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from gangsched.core.decisions import GroupOutcome
+from gangsched.core.decisions import (
+    ERROR,
+    NOT_READY_FOR_SCHEDULING,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    WAITING,
+    WAITING_ON_PREEMPTION,
+    GroupOutcome,
+)
 from gangsched.core.model import Dialect, Pod, PodGroup
 from gangsched.core.phase import (
     PENDING,
@@ -34,14 +42,6 @@ from gangsched.core.phase import (
     scheduler_plugins_counts,
     scheduler_plugins_occupied_by,
     scheduler_plugins_phase,
-)
-from gangsched.core.scheduler import (
-    ERROR,
-    NOT_READY_FOR_SCHEDULING,
-    SCHEDULED,
-    UNSCHEDULABLE,
-    WAITING,
-    WAITING_ON_PREEMPTION,
 )
 
 #: The outcome the edge reports while a placed gang's pre-bind write-backs (volumes) wait to

@@ -22,6 +22,12 @@ from gangsched.core.cycle import (
     GangMember,
 )
 from gangsched.core.decisions import (
+    ERROR,
+    NOT_READY_FOR_SCHEDULING,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    WAITING,
+    WAITING_ON_PREEMPTION,
     Bind,
     Decision,
     Event,
@@ -39,16 +45,6 @@ from gangsched.core.queue_order import queue_position
 from gangsched.core.status import Code
 from gangsched.core.topology.placement import TopologyConfig
 from gangsched.core.topology.report import TopologyReport
-
-SCHEDULED = "scheduled"
-UNSCHEDULABLE = "unschedulable"
-WAITING = "waiting"
-ERROR = "error"
-WAITING_ON_PREEMPTION = "waiting_on_preemption"
-
-#: KEP-5501's PodScheduled reason for a pod held before any scheduling attempt (autoscalers
-#: ignore it, unlike `Unschedulable`); also the reason of the event saying why.
-NOT_READY_FOR_SCHEDULING = "NotReadyForScheduling"
 
 
 @dataclass(slots=True)

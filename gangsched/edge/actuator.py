@@ -18,6 +18,8 @@ from typing import Any
 import structlog
 
 from gangsched.core.decisions import (
+    SCHEDULED,
+    WAITING,
     AllocateClaim,
     Bind,
     BindVolume,
@@ -31,7 +33,7 @@ from gangsched.core.decisions import (
 )
 from gangsched.core.group_status import PRE_BINDING
 from gangsched.core.model import Dialect, GroupRef
-from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler
+from gangsched.core.scheduler import CycleReport, Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.claim_writebacks import claim_write_backs
 from gangsched.edge.events import EventRecorder, ObjectRef

@@ -23,20 +23,11 @@ import structlog
 from gangsched.config import Config
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleResult, Gang
-from gangsched.core.decisions import Event, Nominate
+from gangsched.core.decisions import ERROR, SCHEDULED, UNSCHEDULABLE, WAITING, Event, Nominate
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.queue import State
-from gangsched.core.scheduler import (
-    ERROR,
-    SCHEDULED,
-    UNSCHEDULABLE,
-    WAITING,
-    CycleReport,
-    PreemptionOutcome,
-    Preemptor,
-    Scheduler,
-)
+from gangsched.core.scheduler import CycleReport, PreemptionOutcome, Preemptor, Scheduler
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.composite_cache import CompositeCache

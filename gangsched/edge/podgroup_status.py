@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gangsched.core.composite.status import COMPOSITE_CONDITION, composite_status
-from gangsched.core.decisions import Event, GroupOutcome
+from gangsched.core.decisions import SCHEDULED, Event, GroupOutcome
 from gangsched.core.group_status import (
     UPSTREAM_CONDITION,
     desired_status,
@@ -35,7 +35,7 @@ from gangsched.core.group_status import (
 )
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.phase import count_members
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.edge.kube import JSON, Kube, KubeError
 
 if TYPE_CHECKING:  # the actuator imports nothing from here; keep the type only

@@ -17,23 +17,23 @@ from typing import Any
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import composite_ref
 from gangsched.core.cycle import CycleResult, Gang, member_order
-from gangsched.core.decisions import Bind, Decision, GroupOutcome, Nominate
-from gangsched.core.framework import Framework
-from gangsched.core.gang_waiting import gated_summary
-from gangsched.core.model import Dialect, GroupRef, Pod
-from gangsched.core.placers import UnitPlacer
-from gangsched.core.preemption.victims import gang_priority, victim_priority
-from gangsched.core.scheduler import (
+from gangsched.core.decisions import (
     ERROR,
     SCHEDULED,
     UNSCHEDULABLE,
     WAITING,
     WAITING_ON_PREEMPTION,
-    PreemptionOutcome,
-    Preemptor,
-    Scheduler,
-    SchedulerConfig,
+    Bind,
+    Decision,
+    GroupOutcome,
+    Nominate,
 )
+from gangsched.core.framework import Framework
+from gangsched.core.gang_waiting import gated_summary
+from gangsched.core.model import Dialect, GroupRef, Pod
+from gangsched.core.placers import UnitPlacer
+from gangsched.core.preemption.victims import gang_priority, victim_priority
+from gangsched.core.scheduler import PreemptionOutcome, Preemptor, Scheduler, SchedulerConfig
 from gangsched.core.snapshot import Snapshot
 from gangsched.explain.report import (
     NOTHING_PENDING,

@@ -15,6 +15,8 @@ from typing import Any
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.status import composite_status
 from gangsched.core.decisions import (
+    NOT_READY_FOR_SCHEDULING,
+    SCHEDULED,
     AllocateClaim,
     Bind,
     BindVolume,
@@ -28,14 +30,7 @@ from gangsched.core.group_status import desired_status, timestamp
 from gangsched.core.labels import NodeSelectorTerm
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.phase import count_members, group_phase
-from gangsched.core.scheduler import (
-    NOT_READY_FOR_SCHEDULING,
-    SCHEDULED,
-    CycleReport,
-    Preemptor,
-    Scheduler,
-    SchedulerConfig,
-)
+from gangsched.core.scheduler import CycleReport, Preemptor, Scheduler, SchedulerConfig
 from gangsched.core.topology.domains import shared_domain
 from gangsched.core.topology.request import TopologyRequest
 from gangsched.simulate.volumes import carry_out

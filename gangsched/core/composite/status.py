@@ -16,9 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from gangsched.core.composite.model import CompositePodGroup
-from gangsched.core.decisions import GroupOutcome
+from gangsched.core.decisions import (
+    ERROR,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    WAITING_ON_PREEMPTION,
+    GroupOutcome,
+)
 from gangsched.core.group_status import PRE_BINDING, find_condition, make_condition
-from gangsched.core.scheduler import ERROR, SCHEDULED, UNSCHEDULABLE, WAITING_ON_PREEMPTION
 
 COMPOSITE_CONDITION = "CompositePodGroupInitiallyScheduled"
 #: Reasons (k8s.io/api scheduling/v1alpha3, 1.38-alpha.2).

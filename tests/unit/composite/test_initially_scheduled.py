@@ -17,17 +17,17 @@ from typing import Any
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import composite_ref
 from gangsched.core.composite.status import COMPOSITE_CONDITION, composite_status
-from gangsched.core.decisions import GroupOutcome, SetCondition
-from gangsched.core.group_status import UPSTREAM_CONDITION, desired_status, find_condition
-from gangsched.core.model import Dialect, GroupRef, Pod
-from gangsched.core.preemption import KEP, build_preemptor
-from gangsched.core.scheduler import (
+from gangsched.core.decisions import (
     SCHEDULED,
     UNSCHEDULABLE,
     WAITING_ON_PREEMPTION,
-    CycleReport,
-    Scheduler,
+    GroupOutcome,
+    SetCondition,
 )
+from gangsched.core.group_status import UPSTREAM_CONDITION, desired_status, find_condition
+from gangsched.core.model import Dialect, GroupRef, Pod
+from gangsched.core.preemption import KEP, build_preemptor
+from gangsched.core.scheduler import CycleReport, Scheduler
 from tests.builders import SCHEDULER, node, pod
 from tests.unit.composite.trees import cpg, leaf, tree_cluster
 

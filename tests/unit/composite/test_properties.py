@@ -24,9 +24,9 @@ from gangsched.core.composite.attempt import Attempt
 from gangsched.core.composite.model import CompositePodGroup
 from gangsched.core.composite.placement import TreePlacement
 from gangsched.core.cycle import CycleConfig, CycleResult
-from gangsched.core.decisions import Bind
+from gangsched.core.decisions import SCHEDULED, WAITING, Bind
 from gangsched.core.model import Dialect, Node, Pod, PodGroup
-from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler, SchedulerConfig
+from gangsched.core.scheduler import CycleReport, Scheduler, SchedulerConfig
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import SCHEDULER, node, pod
 from tests.unit.composite.trees import cpg, leaf, run, tree_cluster

@@ -5,9 +5,8 @@ from __future__ import annotations
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import composite_ref
 from gangsched.core.composite.tree import highest_all_ancestor, root_of
-from gangsched.core.decisions import GroupOutcome
+from gangsched.core.decisions import ERROR, SCHEDULED, UNSCHEDULABLE, WAITING, GroupOutcome
 from gangsched.core.model import Dialect, DisruptionMode, Pod
-from gangsched.core.scheduler import ERROR, SCHEDULED, UNSCHEDULABLE, WAITING
 from tests.builders import node, pod, ref
 from tests.unit.composite.trees import cpg, leaf, run, tree_cluster
 

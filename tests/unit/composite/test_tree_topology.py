@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import CompositePodGroup
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE
 from gangsched.core.model import Dialect, Node, Pod, PodGroup
-from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import node, pod
 from tests.unit.composite.trees import cpg, leaf, run, tree_cluster

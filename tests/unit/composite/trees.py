@@ -6,8 +6,9 @@ from collections.abc import Iterable
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.model import CompositePodGroup, composite_ref
+from gangsched.core.decisions import SCHEDULED
 from gangsched.core.model import Dialect, DisruptionMode, Node, Pod, PodGroup
-from gangsched.core.scheduler import SCHEDULED, CycleReport, Scheduler
+from gangsched.core.scheduler import CycleReport, Scheduler
 from tests.builders import SCHEDULER, ref
 
 

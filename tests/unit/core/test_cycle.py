@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.decisions import Bind, GroupOutcome, SetCondition
-from gangsched.core.model import Dialect, GroupRef
-from gangsched.core.scheduler import (
+from gangsched.core.decisions import (
     ERROR,
     SCHEDULED,
     UNSCHEDULABLE,
     WAITING,
-    Scheduler,
-    SchedulerConfig,
+    Bind,
+    GroupOutcome,
+    SetCondition,
 )
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.scheduler import Scheduler, SchedulerConfig
 from tests.builders import cluster, gang_pods, group, node, pod
 
 

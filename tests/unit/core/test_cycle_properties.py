@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.decisions import SCHEDULED
+from gangsched.core.scheduler import Scheduler
 from tests.builders import cluster, group, node, pod
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import SCHEDULED, WAITING
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.phase import count_members
 from gangsched.core.preemption import build_preemptor
-from gangsched.core.scheduler import SCHEDULED, WAITING, Scheduler
+from gangsched.core.scheduler import Scheduler
 from tests.builders import cluster, gang_pods, group, node, pod
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")

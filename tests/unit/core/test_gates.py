@@ -14,18 +14,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import Bind, Event, Evict, GroupOutcome, Nominate, SetCondition
+from gangsched.core.decisions import (
+    NOT_READY_FOR_SCHEDULING,
+    SCHEDULED,
+    WAITING,
+    Bind,
+    Event,
+    Evict,
+    GroupOutcome,
+    Nominate,
+    SetCondition,
+)
 from gangsched.core.model import Pod
 from gangsched.core.phase import count_members
 from gangsched.core.preemption import build_preemptor
 from gangsched.core.queue import State
-from gangsched.core.scheduler import (
-    NOT_READY_FOR_SCHEDULING,
-    SCHEDULED,
-    WAITING,
-    CycleReport,
-    Scheduler,
-)
+from gangsched.core.scheduler import CycleReport, Scheduler
 from tests.builders import cluster, gang_pods, group, node, pod
 
 ADMISSION = "kueue.x-k8s.io/admission"

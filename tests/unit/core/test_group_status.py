@@ -6,16 +6,16 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.decisions import GroupOutcome
-from gangsched.core.group_status import desired_status, make_condition, unchanged
-from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
-from gangsched.core.scheduler import (
+from gangsched.core.decisions import (
     ERROR,
     SCHEDULED,
     UNSCHEDULABLE,
     WAITING,
     WAITING_ON_PREEMPTION,
+    GroupOutcome,
 )
+from gangsched.core.group_status import desired_status, make_condition, unchanged
+from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
 from tests.builders import pod
 
 NOW = "2026-11-23T16:00:00Z"

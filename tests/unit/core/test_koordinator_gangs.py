@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import Bind, GroupOutcome
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, WAITING, Bind, GroupOutcome
 from gangsched.core.model import Dialect, GangAnnotations, GroupRef, MatchPolicy, Pod
-from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, WAITING, Scheduler
+from gangsched.core.scheduler import Scheduler
 from tests.builders import cluster, gang_pods, group, node, pod
 
 A = GroupRef(Dialect.SIGS, "default", "a")

@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE
 from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
 from gangsched.core.queue_order import queue_position
-from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, Scheduler
+from gangsched.core.scheduler import Scheduler
 from tests.builders import SCHEDULER, node, pod
 
 

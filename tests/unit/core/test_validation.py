@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gangsched.core.decisions import ERROR, SCHEDULED
 from gangsched.core.model import PREEMPT_NEVER, Dialect, GroupRef, PodGroup
-from gangsched.core.scheduler import ERROR, SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.validation import validate_group
 from tests.builders import cluster, gang_pods, group, node, pod
 

@@ -3,9 +3,9 @@ members bound or placed together; until enough members of a task exist it waits.
 
 from __future__ import annotations
 
-from gangsched.core.decisions import Bind
+from gangsched.core.decisions import SCHEDULED, WAITING, Bind
 from gangsched.core.model import Dialect, Pod, PodGroup
-from gangsched.core.scheduler import SCHEDULED, WAITING, CycleReport, Scheduler
+from gangsched.core.scheduler import CycleReport, Scheduler
 from tests.builders import cluster, group, node, pod
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from gangsched.core.api import InvalidObject
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import AllocateClaim
+from gangsched.core.decisions import SCHEDULED, AllocateClaim
 from gangsched.core.dra.allocator import Pick
 from gangsched.core.dra.model import (
     AllocatedConfig,
@@ -28,7 +28,7 @@ from gangsched.core.dra.parse_claims import resource_claim_from_raw
 from gangsched.core.dra.parse_classes import device_class_from_raw
 from gangsched.core.dra.results import allocated_config
 from gangsched.core.dra.state import DraState
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.edge.claim_writebacks import allocation_json
 from tests.builders import (
     GPU_CLASS,

@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import AllocateClaim, Bind, Evict
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, AllocateClaim, Bind, Evict
 from gangsched.core.dra.model import Allocation, Consumer, DeviceClass, DeviceResult, ResourceClaim
 from gangsched.core.dra.state import DraState
 from gangsched.core.labels import NodeSelectorTerm, Requirement
 from gangsched.core.model import Pod, PodClaim, PodGroup
 from gangsched.core.preemption import build_preemptor
-from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, CycleReport, Scheduler
+from gangsched.core.scheduler import CycleReport, Scheduler
 from tests.builders import (
     GPU_DRIVER,
     NVLINK,

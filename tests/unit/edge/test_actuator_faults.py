@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import SCHEDULED
 from gangsched.core.preemption import build_preemptor
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.events import EventRecorder
@@ -170,9 +171,8 @@ async def test_unknown_bind_outcome_is_read_back(bound_on_server: bool) -> None:
 async def test_a_nomination_reserves_capacity_before_the_watch_shows_it() -> None:
     """Two equal-priority gangs wanting the same victim's room: the second preemptor must see
     the first one's nomination at once, not pick the same victim and overbook the node."""
-    from gangsched.core.decisions import Evict
+    from gangsched.core.decisions import WAITING_ON_PREEMPTION, Evict
     from gangsched.core.preemption import build_preemptor
-    from gangsched.core.scheduler import WAITING_ON_PREEMPTION
 
     kube = FakeKube()
     scheduler = Scheduler(

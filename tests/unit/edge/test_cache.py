@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.decisions import SCHEDULED
+from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
 from tests.builders import OTHER_SCHEDULER as OTHER
 from tests.builders import SCHEDULER, raw_node, raw_pod, raw_pod_group

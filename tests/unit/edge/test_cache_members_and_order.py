@@ -5,10 +5,10 @@ bound, and gangs are queued by their dialect's timestamp (creationTimestamp from
 from __future__ import annotations
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.decisions import Evict
+from gangsched.core.decisions import SCHEDULED, WAITING, WAITING_ON_PREEMPTION, Evict
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.preemption import build_preemptor
-from gangsched.core.scheduler import SCHEDULED, WAITING, WAITING_ON_PREEMPTION, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
 from tests.builders import raw_node, raw_pod, raw_pod_group, raw_priority_class
 

@@ -11,10 +11,10 @@ import pytest
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.status import COMPOSITE_CONDITION
-from gangsched.core.decisions import GroupOutcome
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, GroupOutcome
 from gangsched.core.group_status import UPSTREAM_CONDITION, find_condition
 from gangsched.core.model import Dialect, GroupRef
-from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
 from tests.builders import SCHEDULER
 from tests.unit.composite.trees import cpg, leaf

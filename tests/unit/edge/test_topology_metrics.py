@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from gangsched.config import Config
+from gangsched.core.decisions import SCHEDULED
 from gangsched.core.model import HostPort
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.topology.request import TopologyRequest
 from gangsched.edge.operator import Operator
 from tests.builders import cluster, gang_pods, group, node, pod

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE
 from gangsched.core.plugins import build_framework
 from gangsched.core.plugins.node_os import OS_LABEL, REASON, NodeOS
-from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.status import Code
 from tests.builders import cluster, gang_pods, group, node, pod
 

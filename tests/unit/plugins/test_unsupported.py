@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gangsched.core.api import PriorityResolver, pod_from_raw
-from gangsched.core.decisions import Bind
-from gangsched.core.scheduler import SCHEDULED, UNSCHEDULABLE, Scheduler
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, Bind
+from gangsched.core.scheduler import Scheduler
 from tests.builders import cluster, gang_pods, group, node
 
 CLAIMS = "spec.someFeature (a feature gangsched cannot place)"

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.decisions import Bind, Evict, GroupOutcome, Nominate
-from gangsched.core.model import DisruptionMode, Pod, PodGroup
-from gangsched.core.preemption import KEP, MINCOST, build_preemptor
-from gangsched.core.scheduler import (
+from gangsched.core.decisions import (
     SCHEDULED,
     UNSCHEDULABLE,
     WAITING_ON_PREEMPTION,
-    Scheduler,
+    Bind,
+    Evict,
+    GroupOutcome,
+    Nominate,
 )
+from gangsched.core.model import DisruptionMode, Pod, PodGroup
+from gangsched.core.preemption import KEP, MINCOST, build_preemptor
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.status import Code
 from tests.builders import SCHEDULER, budget, cluster, group, node, pod, ref
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gangsched.core.cluster import ClusterState
+from gangsched.core.decisions import SCHEDULED
 from gangsched.core.dra.state import DraState
 from gangsched.core.model import HostPort, Node, PodGroup, Taint
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.topology.placement import TopologyConfig
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import (

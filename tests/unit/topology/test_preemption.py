@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 import gangsched.core.preemption.domains as topology_domains
-from gangsched.core.decisions import Evict
+from gangsched.core.decisions import SCHEDULED, Evict
 from gangsched.core.model import DisruptionMode, Node, Pod, PodGroup
 from gangsched.core.preemption import build_preemptor
 from gangsched.core.preemption.engine import CannotHelp
-from gangsched.core.scheduler import SCHEDULED, Scheduler
+from gangsched.core.scheduler import Scheduler
 from gangsched.core.topology.request import TopologyRequest
 from tests.builders import SCHEDULER, cluster, group, node, pod
 from tests.unit.preemption.drive import BOTH, preempt, preemptor_gang, settle, victims
