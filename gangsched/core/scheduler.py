@@ -4,6 +4,12 @@
 decisions are carried out (API server vs in-memory cluster) and in where time comes from.
 Placements are assumed in the cluster state as soon as they are decided, like kube-scheduler's
 cache, so the next cycle never double-books a node while a bind is in flight.
+
+As kube-scheduler's ScheduleOne hands what it pops to the cycle for its kind, all over one
+framework, the step places each unit with the placer for its kind (core/placers.py): a
+PodGroup or GangGroup with the topology placer, a CompositePodGroup tree with the tree
+placer. What every PodGroup of a unit goes through before and after its cycle is in
+schedule_group.py; what only a tree has, its CompositePodGroup levels, in schedule_tree.py.
 """
 
 from __future__ import annotations
@@ -13,14 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.composite.tree import BrokenTree, build_tree
-from gangsched.core.composite.verdicts import met_by_bound
-from gangsched.core.cycle import (
-    CycleConfig,
-    CycleResult,
-    Gang,
-    GangMember,
-)
+from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember
 from gangsched.core.decisions import (
     ERROR,
     NOT_READY_FOR_SCHEDULING,
@@ -31,17 +30,23 @@ from gangsched.core.decisions import (
     Bind,
     Decision,
     Event,
-    GroupOutcome,
     Nominate,
     SetCondition,
 )
 from gangsched.core.framework import Framework
 from gangsched.core.gang_waiting import waiting_note
-from gangsched.core.model import Dialect, GroupRef, MatchPolicy, Pod, PodGroup
+from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.placers import UnitPlacer
 from gangsched.core.plugins import ScoringConfig, build_framework
 from gangsched.core.queue import SchedulingQueue
 from gangsched.core.queue_order import queue_position
+from gangsched.core.schedule_group import (
+    failed_outcomes,
+    group_member,
+    scheduled_outcomes,
+    waiting_outcomes,
+)
+from gangsched.core.schedule_tree import broken_tree, composite_outcomes, levels_met, unit_tree
 from gangsched.core.status import Code
 from gangsched.core.topology.placement import TopologyConfig
 from gangsched.core.topology.report import TopologyReport
@@ -147,70 +152,15 @@ class Scheduler:
         )
 
     def gang(self, key: GroupRef) -> Gang:
-        parts: list[GangMember] = []
-        if key.dialect is Dialect.UPSTREAM and key in self.cluster.groups:
-            root = self.cluster.tree_root(key)
-            if isinstance(root, BrokenTree):
-                return Gang(key=key, parts=[self._member(key)], broken=root)
-        for ref in self.cluster.unit_of(key):
-            parts.append(self._member(ref))
-        gang = Gang(key=key, parts=parts)
-        if key.dialect is Dialect.COMPOSITE:
-            cluster = self.cluster
-            gang.tree = build_tree(key, cluster.groups, cluster.composites, cluster.tree_children())
-        return gang
-
-    def _member(self, ref: GroupRef) -> GangMember:
-        """One PodGroup of a unit with its members sorted by state."""
-        group = self.cluster.pod_group(ref) or _missing_group(ref)
-        bound: list[Pod] = []
-        pending: list[Pod] = []
-        foreign: list[Pod] = []
-        gated: list[Pod] = []
-        for pod in self.cluster.group_members(ref):
-            if pod.is_finished or pod.terminating:
-                # kube-scheduler never sees a Succeeded or Failed pod (its informer
-                # filters them out): it counts for nothing toward minMember. The
-                # PodGroup status still counts it as succeeded/failed (core/phase.py).
-                continue
-            if self.cluster.is_pending(pod):
-                pending.append(pod)
-            elif self.cluster.is_gated(pod):
-                gated.append(pod)
-            elif pod.node_name is not None:
-                bound.append(pod)
-            else:
-                foreign.append(pod)
-        return GangMember(
-            group=group,
-            bound=bound,
-            pending=pending,
-            foreign=foreign,
-            gated=gated,
-            counted_bound=Scheduler._counted_bound(ref, group, bound),
-        )
-
-    @staticmethod
-    def _counted_bound(ref: GroupRef, group: PodGroup, bound: list[Pod]) -> int | None:
-        """Koordinator's match policy: which bound members count toward minMember.
-
-        Koordinator's gangs (scheduling.sigs.k8s.io PodGroups, annotation gangs) default to
-        once-satisfied: once any member was bound the gang is satisfied for good and later
-        members go one by one. only-waiting counts only members placed in this cycle;
-        waiting-and-running counts bound ones too, which is kube-scheduler's and
-        scheduler-plugins' rule for their dialects (None: every bound member counts).
-        """
-        policy = group.match_policy
-        if policy is None and ref.dialect in (Dialect.SIGS, Dialect.KOORDINATOR):
-            policy = MatchPolicy.ONCE_SATISFIED
-        if policy is MatchPolicy.ONLY_WAITING:
-            return 0
-        if policy is MatchPolicy.ONCE_SATISFIED and bound:
-            # Koordinator remembers "satisfied" in memory from the first bind on; here a gang
-            # is satisfied while a member of it is bound and alive (finished members count
-            # for nothing, as kube-scheduler never sees them).
-            return max(len(bound), group.min_member)
-        return None
+        """The unit queued under `key`: a PodGroup, a GangGroup or a CompositePodGroup tree,
+        each PodGroup with its members by state (schedule_group.py), a tree with its levels
+        (schedule_tree.py)."""
+        cluster = self.cluster
+        broken = broken_tree(cluster, key)
+        if broken is not None:
+            return Gang(key=key, parts=[group_member(cluster, key)], broken=broken)
+        parts = [group_member(cluster, ref) for ref in cluster.unit_of(key)]
+        return Gang(key=key, parts=parts, tree=unit_tree(cluster, key))
 
     # ------------------------------------------------------------------------------ stepping
     def step(self, now: float) -> CycleReport | None:
@@ -338,20 +288,9 @@ class Scheduler:
             self.queue.requeue(gang.key)
         else:
             self.queue.done(gang.key)
-        met = _met_by_bound(gang)
-        for part in gang.parts:
-            scheduled = len(part.bound) + sum(
-                1 for pod, _ in result.placements if any(pod is p for p in part.pending)
-            )
-            level = result.levels.get(part.group.ref)
-            if level is not None and not level[0] and part.group.ref not in met:
-                outcome = WAITING if _short_of_members(part) else UNSCHEDULABLE
-                decisions.append(GroupOutcome(part.group.ref, outcome, level[1]))
-                continue
-            decisions.append(
-                GroupOutcome(part.group.ref, SCHEDULED, f"{scheduled} pod(s) scheduled")
-            )
-        decisions += _composite_outcomes(gang, result, SCHEDULED, result.message, met=met)
+        met = levels_met(gang)
+        decisions += scheduled_outcomes(gang, result, met)
+        decisions += composite_outcomes(gang, result, SCHEDULED, result.message, met=met)
         return CycleReport(
             gang=gang.key,
             result=SCHEDULED,
@@ -377,18 +316,9 @@ class Scheduler:
             detail = pod_messages.get(pod.key)
             text = message if detail is None or detail in message else f"{message}; {detail}"
             decisions.append(_unschedulable(pod, reason, text))
-        met = _met_by_bound(gang)
-        for part in gang.parts:
-            ref = part.group.ref
-            if ref in met:
-                # A level of a tree whose minimum its bound members meet stays scheduled
-                # (see met_by_bound): the attempt failed for other members only.
-                decisions.append(GroupOutcome(ref, SCHEDULED, met[ref]))
-                continue
-            level = (levels or {}).get(ref)
-            own = message if level is None or level[1] in message else f"{level[1]}; {message}"
-            decisions.append(GroupOutcome(ref, result, own))
-        decisions += _composite_outcomes(gang, None, result, message, levels=levels, met=met)
+        met = levels_met(gang)
+        decisions += failed_outcomes(gang, result, message, levels, met)
+        decisions += composite_outcomes(gang, None, result, message, levels=levels, met=met)
         kind, name = _regarding(gang)
         event_type = "Normal" if result == WAITING_ON_PREEMPTION else "Warning"
         event_reason = "FailedScheduling" if result != WAITING_ON_PREEMPTION else "Preempting"
@@ -415,14 +345,9 @@ class Scheduler:
         decisions: list[Decision] = [
             _condition(pod, NOT_READY_FOR_SCHEDULING, note) for pod in gang.pending
         ]
-        met = _met_by_bound(gang)
-        decisions += [
-            GroupOutcome(part.group.ref, SCHEDULED, met[part.group.ref])
-            if part.group.ref in met
-            else GroupOutcome(part.group.ref, WAITING, message)
-            for part in gang.parts
-        ]
-        decisions += _composite_outcomes(gang, None, WAITING, message, met=met)
+        met = levels_met(gang)
+        decisions += waiting_outcomes(gang, message, met)
+        decisions += composite_outcomes(gang, None, WAITING, message, met=met)
         if per_pod_events:  # no PodGroup object to hang the event on: tell each pod
             decisions += [
                 Event("Pod", pod.key, "Normal", NOT_READY_FOR_SCHEDULING, "Scheduling", note)
@@ -455,71 +380,12 @@ def _scheduled_event(gang: Gang, assigned: list[tuple[Pod, str]]) -> Event:
     return Event(kind, regarding, "Normal", "Scheduled", "Binding", note)
 
 
-def _missing_group(ref: GroupRef) -> PodGroup:
-    """Stand-in for a PodGroup the pods name but the cluster does not have (min_member -1)."""
-    return PodGroup(ref=ref, min_member=-1)
-
-
 def _regarding(gang: Gang) -> tuple[str, str]:
     if gang.key.dialect is Dialect.LONE_POD:
         return "Pod", gang.key.key
     if gang.key.dialect is Dialect.COMPOSITE:
         return "CompositePodGroup", gang.key.key
     return "PodGroup", gang.key.key
-
-
-def _short_of_members(part: GangMember) -> bool:
-    return part.quorum_bound + len(part.pending) < part.group.min_member
-
-
-def _met_by_bound(gang: Gang) -> dict[GroupRef, str]:
-    """The levels of the gang's tree that its bound members satisfy (none for other gangs:
-    a flat gang's outcome is its cycle's)."""
-    if gang.tree is None or gang.broken is not None:
-        return {}
-    return met_by_bound(gang.tree, {part.group.ref: part for part in gang.parts})
-
-
-def _composite_outcomes(
-    gang: Gang,
-    placed: CycleResult | None,
-    result: str,
-    message: str,
-    *,
-    levels: dict[GroupRef, tuple[bool, str]] | None = None,
-    met: dict[GroupRef, str] | None = None,
-) -> list[Decision]:
-    """One outcome per CompositePodGroup of the tree (their status condition and the
-    report), and for a broken tree one per CompositePodGroup on the broken path. `met`: the
-    levels its bound members satisfy, scheduled whatever this cycle says."""
-    if gang.broken is not None:
-        return [
-            GroupOutcome(ref, ERROR, gang.broken.message)
-            for ref in gang.broken.path
-            if ref.dialect is Dialect.COMPOSITE
-        ]
-    if gang.tree is None:
-        return []
-    levels = placed.levels if placed is not None else (levels or {})
-    out: list[Decision] = []
-    for node in gang.tree.walk():
-        if node.composite is None:
-            continue
-        level = levels.get(node.ref)
-        if met and node.ref in met and (placed is None or (level is not None and not level[0])):
-            # (A level this cycle placed more of speaks of those too: its own words.)
-            out.append(GroupOutcome(node.ref, SCHEDULED, met[node.ref]))
-            continue
-        if placed is not None and level is not None and not level[0]:
-            out.append(GroupOutcome(node.ref, UNSCHEDULABLE, level[1]))
-            continue
-        own = message
-        if placed is None and level is not None and level[1] not in message:
-            own = f"{level[1]}; {message}"
-        elif placed is not None and level is not None:
-            own = level[1]
-        out.append(GroupOutcome(node.ref, result, own))
-    return out
 
 
 def _unschedulable(pod: Pod, reason: str, message: str) -> SetCondition:

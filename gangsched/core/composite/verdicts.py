@@ -92,7 +92,7 @@ def met_by_bound(tree: TreeNode, parts: Mapping[GroupRef, GangMember]) -> dict[G
             part = parts.get(node.ref)
             if part is None or not part.bound or part.quorum_bound < part.group.min_member:
                 return False
-            met[node.ref] = f"{len(part.bound)} pod(s) scheduled"  # as Scheduler._scheduled
+            met[node.ref] = f"{len(part.bound)} pod(s) scheduled"  # as scheduled_outcomes
             return True
         placed = sum([visit(child) for child in node.children])  # every child: its own verdict
         if placed == 0 or placed < node.needed:
