@@ -18,6 +18,7 @@ list only shrinks and is deleted with its last entry (the lists of cycles, of mo
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -268,8 +269,30 @@ def test_no_module_over_500_lines() -> None:
     check_exact(set(oversized), set(), f"modules over {MAX_LINES} lines: {oversized}")
 
 
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def _package(name: str) -> str:
+    return name.rpartition(".")[0]
+
+
 def private_imports(module: Module) -> Iterator[tuple[str, str, str]]:
+    """(importer, source, name) of each private name, and of each private module imported
+    from outside its own package (name "<module>")."""
+    own_package = module.name if module.path.name == "__init__.py" else _package(module.name)
     for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            sources = [alias.name for alias in node.names if alias.name.startswith("gangsched")]
+        elif isinstance(node, ast.ImportFrom):
+            source = absolute(module, node)
+            sources = [source] + [f"{source}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for source in sources:
+            tail = source.rpartition(".")[2]
+            if is_module(source) and _private(tail) and _package(source) != own_package:
+                yield module.name, source, "<module>"
         if not isinstance(node, ast.ImportFrom):
             continue
         source = absolute(module, node)
@@ -277,7 +300,7 @@ def private_imports(module: Module) -> Iterator[tuple[str, str, str]]:
             continue
         for alias in node.names:
             name = alias.name
-            if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+            if _private(name):
                 yield module.name, source, name
 
 
@@ -325,3 +348,29 @@ def test_imports_inside_functions_are_for_start_up_time() -> None:
     )
     check_exact(found & set(STARTUP_IMPORTS), set(STARTUP_IMPORTS), "start-up imports")
     assert all(reason.strip() for reason in STARTUP_IMPORTS.values())
+
+
+def test_the_private_check_finds_a_private_module_used_outside_its_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = {"gangsched.core.api", "gangsched.core.api._fields", "gangsched.core.api.errors"}
+    monkeypatch.setattr(sys.modules[__name__], "is_module", names.__contains__)
+    text = (
+        "from gangsched.core.api._fields import Reader\n"
+        "from gangsched.core.api import _fields\n"
+        "import gangsched.core.api._fields\n"
+        "from gangsched.core.api.errors import _show\n"
+    )
+    outside = Module("gangsched.core.dra.reader", SOURCE / "core/dra/reader.py", ast.parse(text), 4)
+    inside = Module("gangsched.core.api.nodes", SOURCE / "core/api/nodes.py", ast.parse(text), 4)
+    private_module = ("gangsched.core.dra.reader", "gangsched.core.api._fields", "<module>")
+    assert set(private_imports(outside)) == {
+        private_module,
+        ("gangsched.core.dra.reader", "gangsched.core.api", "_fields"),
+        ("gangsched.core.dra.reader", "gangsched.core.api.errors", "_show"),
+    }
+    # Within its own package a private module is the package's business; a private name not.
+    assert set(private_imports(inside)) == {
+        ("gangsched.core.api.nodes", "gangsched.core.api", "_fields"),
+        ("gangsched.core.api.nodes", "gangsched.core.api.errors", "_show"),
+    }

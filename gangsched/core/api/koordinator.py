@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from gangsched.core.api._fields import Reader, child, type_name
+from gangsched.core.api.fields import Reader, child, type_name
 from gangsched.core.api.dialects import (
     KOORDINATOR_GANG_GROUPS,
     KOORDINATOR_GANG_MODE,

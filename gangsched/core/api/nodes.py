@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core.api._fields import Reader, child, item
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.types import RawNamespace, RawNode
 from gangsched.core.model import Node, Taint
 from gangsched.core.resources import PODS

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api._fields import INT32_MAX, INT32_MIN, Reader, child, item
+from gangsched.core.api.fields import INT32_MAX, INT32_MIN, Reader, child, item
 from gangsched.core.api.dialects import (
     KOORDINATOR_GANG_NAME,
     LIGHTWEIGHT_GANG_NAME,

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core.api._fields import Reader
+from gangsched.core.api.fields import Reader
 from gangsched.core.api.errors import show
 from gangsched.core.api.selectors import read_label_selector
 from gangsched.core.api.types import RawPDB

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gangsched.core.api._fields import INT32_MIN, Reader
+from gangsched.core.api.fields import INT32_MIN, Reader
 from gangsched.core.api.types import RawPriorityClass
 from gangsched.core.model import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER, PriorityClass
 

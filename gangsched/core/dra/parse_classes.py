@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api._fields import Reader, child, item
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.errors import show
 from gangsched.core.dra.model import DeviceClass, DeviceConfig
 
