@@ -49,7 +49,7 @@ RUN set -eu; \
       [ -e "$1" ] || { echo "hack/image-prune.txt: $entry matches nothing in $site" >&2; exit 1; }; \
       rm -rf "$@"; \
     done; \
-    /opt/gangsched/bin/python -c 'from gangsched.edge import slim_client; assert slim_client.install(); import gangsched.edge.app, gangsched.edge.early_lists, gangsched.explain.command, gangsched.core.dra.cel'; \
+    /opt/gangsched/bin/python -c 'from gangsched.edge import slim_client; assert slim_client.install(); import gangsched.edge.app, gangsched.edge.kopf_host, gangsched.edge.early_lists, gangsched.explain.command, gangsched.core.dra.cel'; \
     /opt/gangsched/bin/gangsched --version
 
 FROM ${PYTHON_IMAGE}

@@ -127,8 +127,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _run_async(args: argparse.Namespace) -> int:
-    """The pod and node lists go out first; the core, kopf and the config are loaded in a
-    worker thread meanwhile (gangsched.edge.early_lists says why)."""
+    """The pod and node lists go out first; the core and the config are loaded in a worker
+    thread meanwhile (gangsched.edge.early_lists says why), kopf once the operator's caches
+    have synced (gangsched.edge.app)."""
     import asyncio
 
     from gangsched.edge.early_lists import EarlyLists
@@ -152,8 +153,8 @@ async def _run_async(args: argparse.Namespace) -> int:
 
 
 def _load_for_run(path: str | None) -> tuple[Config | None, str]:
-    """The config, or why not (in a worker thread: with it, the imports of the core and kopf,
-    which take longer than the config itself)."""
+    """The config, or why not (in a worker thread: with it, the import of the core, which
+    takes longer than the config itself)."""
     from gangsched.config import ConfigError, load_config
     from gangsched.edge import app, logs  # noqa: F401  (imported here, off the event loop)
 

@@ -56,8 +56,11 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
     ("gangsched.cli", "_load_for_run", "gangsched.config"): "imported in a worker thread, "
     "off the event loop, while the early lists are under way",
     ("gangsched.cli", "_load_for_run", "gangsched.edge.app"): "as gangsched.config: the "
-    "core and kopf load in the worker thread, the point of the function",
+    "core loads in the worker thread, the point of the function",
     ("gangsched.cli", "_load_for_run", "gangsched.edge.logs"): "as gangsched.edge.app",
+    ("gangsched.edge.app", "run", "gangsched.edge.kopf_host"): "kopf is loaded once the "
+    "operator's caches have synced (in a worker thread), not before the lists and the first "
+    "bind; here it is already loaded",
 }
 
 #: Imports inside functions that are not for start-up time, being removed by others.

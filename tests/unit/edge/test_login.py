@@ -8,7 +8,7 @@ from pathlib import Path
 import kopf
 import pytest
 
-from gangsched.edge.app import in_cluster_login
+from gangsched.edge.kopf_host import in_cluster_login
 
 
 @pytest.fixture
