@@ -60,7 +60,8 @@ def upstream_domains_only() -> None:
         key: str,
         bounds: object,
     ) -> list[Domain]:
-        chosen = topology_preemption._upstream_choice(gang, cls, base, snap, domains)  # type: ignore[arg-type]
+        placer = base.placer.group  # type: ignore[attr-defined]
+        chosen = topology_preemption._upstream_choice(gang, cls, base, snap, domains, placer=placer)  # type: ignore[arg-type]
         return [chosen] if chosen is not None else []
 
     topology_preemption._order = order

@@ -141,9 +141,13 @@ class Config(_Strict):
         chosen = strategy or (self.preemption.strategy if self.preemption.enabled else "off")
         if chosen == "off":
             return None
+        # The scheduler's own cycle and placement settings: preemption's dry runs, its
+        # upstream choice and its tie-break between domains must place as the cycle does.
         return build_preemptor(
             strategy=chosen,
             scheduler_name=scheduler_name or self.schedulerName,
+            cycle=self.cycle_config(),
+            placement=self.placement_config(),
             topology=TopologyPreemptionConfig(
                 max_domains=self.topology.preemptionDomains,
                 exact_units=self.topology.exactVictimUnits,
@@ -160,15 +164,23 @@ class Config(_Strict):
                 resources=dict(self.scoring.resources),
                 weights=dict(self.scoring.weights),
             ),
-            cycle=CycleConfig(search_budget=self.search.budget, search_width=self.search.width),
-            topology=TopologyConfig(
-                max_evaluations=self.topology.maxEvaluations,
-                percentage_of_domains=self.topology.percentageOfDomains,
-                resources=dict(self.scoring.resources),
-            ),
+            cycle=self.cycle_config(),
+            topology=self.placement_config(),
             initial_backoff=self.backoff.initialSeconds,
             max_backoff=self.backoff.maxSeconds,
             pop_from_backoff=self.backoff.popFromBackoffQ,
+        )
+
+    def cycle_config(self) -> CycleConfig:
+        """The gang cycle's settings, the scheduler's and its preemptor's alike."""
+        return CycleConfig(search_budget=self.search.budget, search_width=self.search.width)
+
+    def placement_config(self) -> TopologyConfig:
+        """Topology placement's settings, the scheduler's and its preemptor's alike."""
+        return TopologyConfig(
+            max_evaluations=self.topology.maxEvaluations,
+            percentage_of_domains=self.topology.percentageOfDomains,
+            resources=dict(self.scoring.resources),
         )
 
 

@@ -26,6 +26,7 @@ from gangsched.core.preemption.preemptor import (
 )
 from gangsched.core.preemption.victims import VictimUnit, collect_victims
 from gangsched.core.scheduler import Preemptor
+from gangsched.core.topology.placement import TopologyConfig
 
 __all__ = [
     "KEP",
@@ -49,8 +50,16 @@ def build_preemptor(
     config: PreemptionConfig | None = None,
     cycle: CycleConfig | None = None,
     topology: TopologyPreemptionConfig | None = None,
+    placement: TopologyConfig | None = None,
 ) -> Preemptor:
-    """The preemptor for `Scheduler(preemptor=...)`; ValueError names the allowed strategies."""
+    """The preemptor for `Scheduler(preemptor=...)`; ValueError names the allowed strategies.
+    `cycle` and `placement` are the scheduler's own (SchedulerConfig.cycle and .topology):
+    preemption's dry runs then place exactly as the cycle they stand in for."""
     return WorkloadPreemptor(
-        strategy, scheduler_name=scheduler_name, config=config, cycle=cycle, topology=topology
+        strategy,
+        scheduler_name=scheduler_name,
+        config=config,
+        cycle=cycle,
+        topology=topology,
+        placement=placement,
     )

@@ -35,7 +35,6 @@ from gangsched.core.cycle import CycleConfig, Gang
 from gangsched.core.framework import Framework
 from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import Pod
-from gangsched.core.placers import UnitPlacer
 from gangsched.core.preemption.cost import (
     NO_VICTIMS,
     Cost,
@@ -94,11 +93,13 @@ def preempt_across_domains(
     framework: Framework,
     base: Problem,
     search: Search,
-    cycle: CycleConfig,
+    placer: TopologyPlacer,
     probe: CycleConfig,
     config: TopologyPreemptionConfig,
 ) -> tuple[Candidate | CannotHelp, list[DomainCandidate]]:
-    """The cheapest verified victim set over the candidate domains, and what each gave."""
+    """The cheapest verified victim set over the candidate domains, and what each gave.
+    `placer` is the scheduler's topology placer, as configured: upstream's choice and the
+    tie-break score are its, and each domain's dry runs use its cycle settings."""
     snap = cluster.snapshot
     key = cls.request.required
     assert key is not None
@@ -124,7 +125,7 @@ def preempt_across_domains(
         if any(cheapest is None or (bounds[d.name] or _LOST) <= cheapest for d in beyond):
             # Past the budget, upstream's choice (every victim removed, the best-scored
             # domain) still gets its turn unless its bound lost: never costlier than it.
-            upstream = _upstream_choice(gang, cls, base, snap, domains)
+            upstream = _upstream_choice(gang, cls, base, snap, domains, placer=placer)
             if upstream is not None and upstream in beyond:
                 yield upstream
 
@@ -152,7 +153,7 @@ def preempt_across_domains(
             failed=base.failed,
             cluster=cluster,
             framework=confined_fw,
-            placer=GangPlacer(confined_fw, cycle),
+            placer=GangPlacer(confined_fw, placer.config),
             probe_placer=GangPlacer(confined_fw, probe),
             priority=base.priority,
             table=table,
@@ -211,7 +212,7 @@ def preempt_across_domains(
             f"topology: preemption frees no domain of {key} for the group "
             f"({'; '.join(parts) or 'no domain searched'})"
         ), tried
-    scores = _placement_scores(feasible, cls, base, snap)
+    scores = _placement_scores(feasible, cls, base, snap, placer)
     best = min(
         feasible,
         key=lambda t: (
@@ -230,7 +231,11 @@ def _rank(found: Candidate, snap: Snapshot, placement: float = 0.0) -> tuple[obj
 
 
 def _placement_scores(
-    feasible: Sequence[DomainCandidate], cls: ConstraintClass, base: Problem, snap: Snapshot
+    feasible: Sequence[DomainCandidate],
+    cls: ConstraintClass,
+    base: Problem,
+    snap: Snapshot,
+    scorer: TopologyPlacer,
 ) -> dict[str, float]:
     """Per domain with a victim set, the score upstream ranks it by: every lower-priority pod
     removed (as `_upstream_choice`), the constrained members the set places there assumed,
@@ -238,12 +243,6 @@ def _placement_scores(
     cost the same victims, the highest wins, as upstream's choice would."""
     if len(feasible) < 2:
         return {t.domain.name: 0.0 for t in feasible}
-    placer = base.placer
-    scorer = (
-        placer.group
-        if isinstance(placer, UnitPlacer)
-        else TopologyPlacer(placer.framework, placer.config)
-    )
     mine = {id(pod) for pod in cls.pending}
     # A domain's score reads its own nodes only: the victims elsewhere may stay.
     inside = np.logical_or.reduce([t.domain.mask for t in feasible])
@@ -326,16 +325,22 @@ def _bounds(
 
 
 def _upstream_choice(
-    gang: Gang, cls: ConstraintClass, base: Problem, snap: Snapshot, domains: Sequence[Domain]
+    gang: Gang,
+    cls: ConstraintClass,
+    base: Problem,
+    snap: Snapshot,
+    domains: Sequence[Domain],
+    *,
+    placer: TopologyPlacer,
 ) -> Domain | None:
     """The domain upstream's TAS preemption picks: every lower-priority pod removed, the
-    best-scored feasible placement."""
+    best-scored feasible placement by the scheduler's own topology placer."""
     mark = snap.checkpoint()
     try:
         for unit in base.table.units:
             for pod, node in unit.placed:
                 snap.remove_at(pod, node)
-        result = TopologyPlacer(base.framework, base.placer.config).place(gang, snap)
+        result = placer.place(gang, snap)
     finally:
         snap.rollback(mark)
     if result.code is not Code.SUCCESS:

@@ -46,6 +46,7 @@ from gangsched.core.preemption.victims import (
 )
 from gangsched.core.scheduler import PreemptionOutcome
 from gangsched.core.status import Code
+from gangsched.core.topology.placement import TopologyConfig
 
 KEP = "kep"
 MINCOST = "mincost"
@@ -74,6 +75,7 @@ class WorkloadPreemptor:
         config: PreemptionConfig | None = None,
         cycle: CycleConfig | None = None,
         topology: TopologyPreemptionConfig | None = None,
+        placement: TopologyConfig | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(
@@ -82,7 +84,10 @@ class WorkloadPreemptor:
         self.strategy = strategy
         self.scheduler_name = scheduler_name
         self.config = config or PreemptionConfig()
+        #: The scheduler's cycle and topology placement settings (SchedulerConfig.cycle and
+        #: .topology): every dry run places as the live cycle does, so the two agree.
         self.cycle = cycle
+        self.placement = placement or TopologyConfig()
         self.topology = topology or TopologyPreemptionConfig()
         self._placers: tuple[UnitPlacer, UnitPlacer] | None = None
         #: Searches that found nothing, given again until something that can help changes.
@@ -159,7 +164,7 @@ class WorkloadPreemptor:
                     framework=framework,
                     base=problem,
                     search=search,
-                    cycle=placer.config,
+                    placer=placer.group,
                     probe=probe.config,
                     config=self.topology,
                 )
@@ -188,8 +193,12 @@ class WorkloadPreemptor:
             probe = replace(
                 base, search_budget=min(base.search_budget, self.config.probe_search_budget)
             )
-            # Dry runs honour the gang's topology constraint as the cycle itself does.
-            cached = (UnitPlacer(framework, base), UnitPlacer(framework, probe))
+            # Dry runs honour the gang's topology constraint as the cycle itself does, with
+            # the same settings (domain score resources, evaluation budget).
+            cached = (
+                UnitPlacer(framework, base, self.placement),
+                UnitPlacer(framework, probe, self.placement),
+            )
             self._placers = cached
         return cached
 

@@ -273,8 +273,8 @@ def spy_on_upstream_choice(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
     seen: list[str | None] = []
     original = topology_domains._upstream_choice
 
-    def spy(*args: object) -> object:
-        found = original(*args)  # type: ignore[arg-type]
+    def spy(*args: object, **kwargs: object) -> object:
+        found = original(*args, **kwargs)  # type: ignore[arg-type]
         seen.append(None if found is None else found.name)
         return found
 
