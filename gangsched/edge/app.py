@@ -1,67 +1,40 @@
-"""Hosts the operator in kopf: start-up and clean-up, health probes, and the PodGroup events
-that drive status writing. The pod and node hot path stays on our own informers: kopf
-handles one object at a time, which is right for PodGroup status and wrong for scheduling.
+"""Hosts the operator: start-up and clean-up, the metrics and readiness server, and kopf
+(gangsched.edge.kopf_host: login, the liveness probe and the PodGroup events that drive status
+writing). The pod and node hot path stays on our own informers: kopf handles one object at a
+time, which is right for PodGroup status and wrong for scheduling.
 
-kopf runs standalone (no KopfPeering objects: leader election is ours, on a Lease) and with
-event-watching handlers only, so it puts no finalizers or annotations on users' PodGroups.
+The operator starts first; kopf is imported (in a worker thread) and started once the caches
+have synced: nothing kopf does is needed for the first bind, and its import, discovery and
+watches would compete with the informers' lists for the CPU (issue 30). A start that fails
+here is retried by kopf's startup handler, as every start was before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import os
+import signal
 import socket
-from pathlib import Path
 from typing import Any
 
-import kopf
 import structlog
 from aiohttp import web
-from kopf._core.engines.peering import Identity as PeeringIdentity  # not re-exported
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gangsched.config import Config
-from gangsched.core.model import Dialect, GroupRef
 from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
 from gangsched.edge.operator import Operator
-from gangsched.edge.watches import MAX_WATCHES, POD_GROUP_GROUPS
+from gangsched.edge.watches import MAX_WATCHES
 
 log = structlog.get_logger("gangsched.app")
 
-
-#: Where the kubelet projects a pod's ServiceAccount token, CA and namespace.
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
-def in_cluster_login(
-    settings: kopf.OperatorSettings, *, directory: Path = SERVICE_ACCOUNT_DIR
-) -> kopf.ConnectionInfo | None:
-    """In-cluster credentials for kopf, as client-go's rest.InClusterConfig builds them.
-
-    kopf's own login_with_service_account always talks to https://kubernetes.default.svc,
-    which only cluster DNS resolves (not a pod with hostNetwork and dnsPolicy Default, nor a
-    cluster whose service lives elsewhere); the API server's address is what the kubelet puts
-    in KUBERNETES_SERVICE_HOST/PORT, which our own client (kubernetes_asyncio) uses too. None
-    without a token, so kopf falls back to the next login method.
-    """
-    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
-    port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
-    token_path = directory / "token"
-    if not host or not port or not token_path.is_file():
-        return None
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 address (net.JoinHostPort)
-    namespace_path, ca_path = directory / "namespace", directory / "ca.crt"
-    namespace = namespace_path.read_text().strip() if namespace_path.is_file() else ""
-    return kopf.ConnectionInfo(
-        server=f"https://{host}:{port}",
-        ca_path=str(ca_path) if ca_path.is_file() else None,
-        token=token_path.read_text().strip() or None,
-        default_namespace=namespace or None,
-        trust_env=settings.networking.trust_env,
-    )
+#: kopf starts once the caches have synced, or after this long if they have not (its liveness
+#: endpoint must come up all the same).
+KOPF_AFTER_S = 30.0
 
 
 def default_identity() -> str:
@@ -100,29 +73,17 @@ async def _ok() -> web.Response:
     return web.Response(text="ok")
 
 
-def build_registry(
+async def start_operator(
     *,
     config: Config,
     kubeconfig: str | None,
     identity: str,
     holder: dict[str, Any],
     early: EarlyLists | None = None,
-) -> kopf.OperatorRegistry:
-    registry = kopf.OperatorRegistry()
-
-    @kopf.on.login(registry=registry)
-    def login(settings: kopf.OperatorSettings, **kwargs: Any) -> Any:
-        # The same choice as Kube.connect: the kubeconfig given, else in-cluster, else the
-        # default kubeconfig.
-        if kubeconfig is None and (credentials := in_cluster_login(settings)) is not None:
-            return credentials
-        return kopf.login_with_kubeconfig(settings=settings, **kwargs)
-
-    @kopf.on.startup(registry=registry)
-    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.enabled = False  # our events go through the deduplicating recorder
-        settings.peering.standalone = True
-        settings.watching.server_timeout = 300
+) -> None:
+    """Connect, start the operator, its metrics server and leader election (what holds them
+    goes in `holder`); on failure, what was started is stopped again."""
+    try:
         # Binds (or victims) in flight, the informers' watches, and room for the lease renewal,
         # status writes and events (connections open only when needed: the cap costs nothing).
         kube = await Kube.connect(kubeconfig, connections=config.bindConcurrency + MAX_WATCHES + 16)
@@ -157,36 +118,29 @@ def build_registry(
         else:
             operator.metrics.leader.set(1)
         await operator.start()
-        log.info("started", identity=identity, schedulerName=config.schedulerName)
+    except BaseException:
+        await cleanup(holder)
+        raise
+    holder["started"] = True
+    log.info("started", identity=identity, schedulerName=config.schedulerName)
 
-    @kopf.on.cleanup(registry=registry)
-    async def cleanup(**_: Any) -> None:
-        task: asyncio.Task[None] | None = holder.get("election")
-        if task is not None and not task.done():
-            task.cancel()
-        elector: LeaderElector | None = holder.get("elector")
-        if elector is not None:
-            await elector.release()
-        operator: Operator | None = holder.get("operator")
-        if operator is not None:
-            await operator.stop()
-            await operator.kube.close()
-        runner: web.AppRunner | None = holder.get("http")
-        if runner is not None:
-            await runner.cleanup()
 
-    @kopf.on.probe(id="cachesSynced", registry=registry)
-    def synced(**_: Any) -> bool:
-        operator: Operator | None = holder.get("operator")
-        return operator is not None and operator.synced.is_set()
-
-    # kopf resolves resources through each group's preferred version, which for the built-in
-    # scheduling.k8s.io is v1 (PriorityClasses): upstream PodGroups reach the status writer
-    # from our own informer instead (see Operator).
-    for group, dialect in POD_GROUP_GROUPS.items():
-        if dialect is not Dialect.UPSTREAM:
-            _register_podgroup_events(registry, group, dialect, holder)
-    return registry
+async def cleanup(holder: dict[str, Any]) -> None:
+    """Stop what `start_operator` started, once (later calls find nothing left)."""
+    holder.pop("started", None)
+    task: asyncio.Task[None] | None = holder.pop("election", None)
+    if task is not None and not task.done():
+        task.cancel()
+    elector: LeaderElector | None = holder.pop("elector", None)
+    if elector is not None:
+        await elector.release()
+    operator: Operator | None = holder.pop("operator", None)
+    if operator is not None:
+        await operator.stop()
+        await operator.kube.close()
+    runner: web.AppRunner | None = holder.pop("http", None)
+    if runner is not None:
+        await runner.cleanup()
 
 
 async def _elect(elector: LeaderElector, holder: dict[str, Any]) -> None:
@@ -207,16 +161,19 @@ def _fail(holder: dict[str, Any]) -> None:
     stop.set()
 
 
-def _register_podgroup_events(
-    registry: kopf.OperatorRegistry, group: str, dialect: Dialect, holder: dict[str, Any]
-) -> None:
-    @kopf.on.event(f"podgroups.{group}", registry=registry)
-    def podgroup_event(body: kopf.Body, type: str | None, **_: Any) -> None:
-        operator: Operator | None = holder.get("operator")
-        if operator is None or type == "DELETED":
-            return
-        ref = GroupRef(dialect, str(body.metadata.namespace), str(body.metadata.name))
-        operator.status.observed(ref, dict(body.get("status") or {}))
+async def _until_synced(holder: dict[str, Any], stop: asyncio.Event) -> None:
+    """Until the operator's caches have synced, it stops, or KOPF_AFTER_S have passed: kopf
+    and its PodGroup events wait, so their import and discovery do not slow the informers'
+    lists (at 300 pods, loading kopf alongside them delayed the sync by a quarter)."""
+    operator: Operator | None = holder.get("operator")
+    if operator is None:
+        return  # not started: kopf's startup handler retries at once
+    waits = [asyncio.ensure_future(operator.synced.wait()), asyncio.ensure_future(stop.wait())]
+    try:
+        await asyncio.wait(waits, timeout=KOPF_AFTER_S, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 async def run(
@@ -234,24 +191,41 @@ async def run(
         os.environ["KUBECONFIG"] = kubeconfig
     stop = stop or asyncio.Event()
     holder: dict[str, Any] = {"stop": stop}
-    identity = identity or default_identity()
-    registry = build_registry(
-        config=config, kubeconfig=kubeconfig, identity=identity, holder=holder, early=early
-    )
-    host, port = _host_port(config.healthAddress)
+    name = identity or default_identity()
+
+    async def start() -> None:
+        if "started" not in holder:
+            await start_operator(
+                config=config, kubeconfig=kubeconfig, identity=name, holder=holder, early=early
+            )
+
+    # Until kopf takes the signals over: a SIGTERM stops as it will then (the lease released).
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, stop.set)
     try:
-        await kopf.operator(
-            registry=registry,
-            clusterwide=True,
-            standalone=True,
-            liveness_endpoint=f"http://{host}:{port}/healthz",
-            stop_flag=stop,
-            # Ours, not kopf's default (user@host via getpass): under a numeric runAsUser
-            # with no passwd entry, as the image runs in a pod, getpass raises and nothing
-            # starts.
-            identity=PeeringIdentity(identity),
+        try:
+            await start()
+        except Exception:
+            log.exception("start-up failed; retried by kopf's startup handler")
+        await _until_synced(holder, stop)
+        # In a worker thread: the watches and the first decisions go on meanwhile.
+        await asyncio.to_thread(importlib.import_module, "gangsched.edge.kopf_host")
+        from gangsched.edge import kopf_host
+
+        registry = kopf_host.build_registry(
+            kubeconfig=kubeconfig, holder=holder, start=start, cleanup=lambda: cleanup(holder)
+        )
+        host, port = _host_port(config.healthAddress)
+        await kopf_host.operate(
+            registry, liveness_endpoint=f"http://{host}:{port}/healthz", stop=stop, identity=name
         )
     finally:
+        try:
+            await cleanup(holder)  # kopf's cleanup handler did it, unless kopf never ran
+        except Exception:
+            log.exception("clean-up failed")
         if early is not None:
             await early.close()  # not taken when start-up failed before the informers
     return int(holder.get("exit_code", 0))
