@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api.fields import INT32_MAX, Reader, child
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import INT32_MAX, Reader, child
 from gangsched.core.api.podgroups import (
     read_disruption_mode,
     read_parent,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from gangsched.core.api.fields import Reader, child, type_name
 from gangsched.core.api.dialects import (
     KOORDINATOR_GANG_GROUPS,
     KOORDINATOR_GANG_MODE,
@@ -23,6 +22,7 @@ from gangsched.core.api.dialects import (
     LIGHTWEIGHT_MIN_AVAILABLE,
 )
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader, child, type_name
 from gangsched.core.api.network_topology import read_gather_rules
 from gangsched.core.model import GangAnnotations, GangMode, GroupRef, MatchPolicy
 

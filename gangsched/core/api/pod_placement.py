@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.nodes import TAINT_EFFECTS
 from gangsched.core.api.selectors import read_label_selector, read_node_selector_term
 from gangsched.core.labels import LabelSelector, NodeSelectorTerm, Requirement

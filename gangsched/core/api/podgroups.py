@@ -12,9 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api.fields import INT32_MAX, INT32_MIN, Reader, child
 from gangsched.core.api.dialects import POD_GROUP_API_GROUPS, api_group
 from gangsched.core.api.errors import InvalidObject, show
+from gangsched.core.api.fields import INT32_MAX, INT32_MIN, Reader, child
 from gangsched.core.api.koordinator import (
     read_gang_group,
     read_match_policy,

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api.fields import INT32_MAX, INT32_MIN, Reader, child, item
 from gangsched.core.api.dialects import (
     KOORDINATOR_GANG_NAME,
     LIGHTWEIGHT_GANG_NAME,
@@ -22,6 +21,7 @@ from gangsched.core.api.dialects import (
     X_K8S_POD_GROUP_LABEL,
 )
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import INT32_MAX, INT32_MIN, Reader, child, item
 from gangsched.core.api.koordinator import read_annotation_gang
 from gangsched.core.api.pod_placement import (
     read_node_affinity,

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core.api.fields import Reader
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader
 from gangsched.core.api.selectors import read_label_selector
 from gangsched.core.api.types import RawPDB
 from gangsched.core.labels import LabelSelector, Requirement

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.types import RawLabelSelector, RawNodeSelectorTerm
 from gangsched.core.labels import (
     LABEL_OPERATORS,

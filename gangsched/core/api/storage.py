@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.selectors import read_label_selector, read_node_selector_term
 from gangsched.core.api.storage_types import (
     RawCSIDriver,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.topology.request import TopologyRequest, label_key_problem
 
 KAI_REQUIRED = "kai.scheduler/topology-required-placement"

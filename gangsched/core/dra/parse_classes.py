@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.dra.model import DeviceClass, DeviceConfig
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.errors import show
+from gangsched.core.api.fields import Reader, child, item
 from gangsched.core.api.selectors import read_node_selector_term
 from gangsched.core.dra.model import AttributeValue, Device, DeviceTaint, ResourceSlice
 from gangsched.core.dra.semver import parse_semver

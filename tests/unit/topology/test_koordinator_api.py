@@ -12,8 +12,8 @@ import pytest
 
 from gangsched.cli import main
 from gangsched.core.api import InvalidObject, PriorityResolver, pod_from_raw, pod_group_from_raw
-from gangsched.core.api.fields import child
 from gangsched.core.api.dialects import KOORDINATOR_GANG_NAME, KOORDINATOR_MIN_AVAILABLE
+from gangsched.core.api.fields import child
 from gangsched.core.api.network_topology import (
     HOSTNAME,
     NETWORK_TOPOLOGY_SPEC,
