@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: prereqs venv demo simulate-demo test unit lint typecheck contracts check bench bench-compare clean \
+.PHONY: prereqs venv demo simulate-demo test unit lint typecheck contracts check bench bench-check \
+	bench-compare clean \
 	image test-image helm-binary prometheus-binaries clients-binaries e2e-clients
 
 # The runtime dependencies at the locked versions and hashes (what the image ships), then
@@ -106,6 +107,15 @@ helm-binary:
 
 bench: venv
 	$(PY) -m bench.core_bench
+
+# The core, preemption, topology, DRA and volume benchmarks at a reduced size against
+# bench/results/bench-check.json (bench/check.py): CPU time within BENCH_TOLERANCE times the
+# baseline, correctness figures (gangs placed, victims) equal; exit 1 naming each regression.
+# About 1.5-2 minutes on 2 cores. Kept out of `make test`; .ci/run runs it after.
+# Re-record the baseline after an intended change: `$(PY) -m bench.check --record`.
+BENCH_TOLERANCE ?= 3
+bench-check: venv
+	$(PY) -m bench.check --tolerance $(BENCH_TOLERANCE)
 
 # gangsched vs the upstream kube-scheduler on the same local control plane (bench/README.md):
 # fresh cluster per run, schedulers alternated, ROUNDS rounds, SIZE=default|small, medians,

@@ -1,6 +1,7 @@
 """Benchmark of workload-aware preemption in the pure core (not a test).
 
-    .venv/bin/python -m bench.preemption_bench [--repeat 5] [--random 500] [--json PATH]
+    .venv/bin/python -m bench.preemption_bench [--repeat 5] [--random 500] [--nodes 5000] \
+        [--json PATH]
     python bench/preemption_bench.py
 
 Scenarios:
@@ -32,6 +33,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -119,8 +121,7 @@ def shape_a() -> tuple[ClusterState, GroupRef]:
     return state, group.ref
 
 
-def shape_b() -> tuple[ClusterState, GroupRef]:
-    n = 5000
+def shape_b(n: int = 5000) -> tuple[ClusterState, GroupRef]:
     nodes = [_node(f"node-{i:05d}", 16000) for i in range(n)]
     sizes = [1000, 1000, 1500, 1500, 1500, 1500, 2000, 2000, 2000, 2000]  # 16 CPU per node
     prios = [0, 100, 1000, 10000]  # the gang runs at 5000: 10000 is never a victim
@@ -173,12 +174,12 @@ def _racked(name: str, cpu: int, rack: str) -> Node:
     return node
 
 
-def shape_d() -> tuple[ClusterState, GroupRef]:
+def shape_d(n: int = 5000) -> tuple[ClusterState, GroupRef]:
     """Issue 14 at scale: 5,000 nodes in 250 racks of 20, every node full (16 CPU of lone
     pods and of 8-pod Single-mode gangs, minMember 8, kept inside a rack); a 32-pod gang at
     4 CPU constrained to one rack must preempt in the cheapest rack (more than 16 victim
     units per rack: the heuristics, domain bounds and the domain budget, no exact search)."""
-    n, per_rack = 5000, 20
+    per_rack = 20
     nodes = [_racked(f"node-{i:05d}", 16000, f"rack-{i // per_rack:03d}") for i in range(n)]
     rng = random.Random(11)
     pods: list[Pod] = []
@@ -245,6 +246,8 @@ class Run:
     cycle_ms: float
     decision_ms: float
     outcome: PreemptionOutcome
+    #: CPU time of this process for the decision (bench/check.py compares it).
+    decision_cpu_ms: float = 0.0
 
 
 def run_once(state: ClusterState, key: GroupRef, strategy: str) -> Run:
@@ -261,10 +264,11 @@ def run_once(state: ClusterState, key: GroupRef, strategy: str) -> Run:
     cycle = time.perf_counter() - started
     if result.code is not Code.UNSCHEDULABLE:
         raise SystemExit(f"expected an unschedulable cycle, got {result.code}")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     outcome = preemptor.preempt(gang, result, state, framework)
     decision = time.perf_counter() - started
-    return Run(cycle * 1e3, decision * 1e3, outcome)
+    cpu = time.process_time() - cpu_started
+    return Run(cycle * 1e3, decision * 1e3, outcome, cpu * 1e3)
 
 
 def _nominated(outcome: PreemptionOutcome) -> int:
@@ -436,13 +440,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--random", type=int, default=500)
     parser.add_argument("--json", type=Path, default=RESULTS)
-    parser.add_argument("--skip-b", action="store_true", help="skip the 5,000-node shape")
+    parser.add_argument("--skip-b", action="store_true", help="skip the 5,000-node shapes")
+    parser.add_argument(
+        "--nodes", type=int, default=5000, help="nodes of shapes (b) and (d), a multiple of 20"
+    )
     args = parser.parse_args(argv)
 
     rows = bench_shape("a", shape_a, args.repeat)
     if not args.skip_b:
-        rows += bench_shape("b", shape_b, args.repeat)
-        rows += bench_shape("d", shape_d, args.repeat)
+        rows += bench_shape("b", partial(shape_b, args.nodes), args.repeat)
+        rows += bench_shape("d", partial(shape_d, args.nodes), args.repeat)
     rows += bench_shape("e", shape_e, args.repeat)
     header = (
         f"{'scenario':<8} {'strategy':<8} {'nodes':>6} {'running':>8} {'cycle ms':>9} "

@@ -395,6 +395,33 @@ def composite_table(results: Results) -> list[str]:
     )
 
 
+def bench_check_table(results: Results) -> list[str]:
+    data = results["bench-check.json"]
+    benches = list(data["sizes"])
+
+    def figures(bench: str) -> str:
+        prefix = f"{bench}."
+        return ", ".join(
+            f"{re.sub(r'[._](decision_)?cpu_ms$', '', name[len(prefix) :])} {num(value, 1)}"
+            for name, value in data["times"].items()
+            if name.startswith(prefix)
+        )
+
+    return md_table(
+        ["bench", "reduced size", f"CPU ms, median of {data['repeats']}", "exact figures"],
+        [
+            [
+                bench,
+                ", ".join(f"{k} {v:,}" for k, v in data["sizes"][bench].items()),
+                figures(bench),
+                str(sum(1 for name in data["exact"] if name.startswith(f"{bench}."))),
+            ]
+            for bench in benches
+        ],
+        "llll",
+    )
+
+
 def operator_table(results: Results) -> list[str]:
     def row(r: dict[str, Any]) -> list[str]:
         return [
@@ -693,6 +720,7 @@ TABLES: dict[str, Table] = {
             "and with `--zoned`), it is rendered here."
         ),
     ),
+    "bench-check": one("bench-check.json", bench_check_table),
     "operator": Table(("operator-streamed.json", "operator-precreated.json"), operator_table),
     "compare": one("compare.json", compare_table("compare.json")),
     "compare-precreate": one("compare-precreate.json", compare_table("compare-precreate.json")),
