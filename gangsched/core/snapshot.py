@@ -62,6 +62,9 @@ class Snapshot:
     #: What cycles reserve beside the nodes (gangsched.core.reservations), by type.
     extensions: Extensions[Snapshot] = field(default_factory=Extensions)
     _journal: list[_Entry] = field(default_factory=list)
+    #: Bumped when a rollback or a commit shortens the journal, after which its length no
+    #: longer tells one state from another (see `version`).
+    _rewinds: int = 0
     _vector_cache: dict[tuple[tuple[str, int], ...], IntVector] = field(default_factory=dict)
     _mask_cache: dict[tuple[str, Hashable], Any] = field(default_factory=dict)
     _inverse: FloatMatrix | None = None
@@ -311,7 +314,15 @@ class Snapshot:
     def checkpoint(self) -> int:
         return len(self._journal)
 
+    def version(self) -> tuple[int, int, int]:
+        """Differs whenever pods or nodes may have changed since it was taken, for caches of
+        what a plugin computed from the snapshot. The journal's length alone is no such key:
+        a rollback followed by a different assume comes back to the same length."""
+        return (len(self._journal), self._rewinds, self.node_generation)
+
     def rollback(self, mark: int) -> None:
+        if len(self._journal) > mark:
+            self._rewinds += 1
         while len(self._journal) > mark:
             entry = self._journal.pop()
             if not isinstance(entry, tuple):
@@ -329,6 +340,8 @@ class Snapshot:
 
     def commit(self) -> None:
         """Keep everything assumed since the last commit."""
+        if self._journal:
+            self._rewinds += 1
         self._journal.clear()
         for extension in self.extensions:
             extension.commit()

@@ -115,8 +115,9 @@ def memo_get(ctx: PodContext, snap: Snapshot, name: str) -> npt.NDArray[np.int8]
 
     `Framework.diagnose` calls `explain` once per rejected node right after `filter`; without
     this every call would repeat the full pass over the cluster's pods. The token (snapshot,
-    journal position, node generation) detects the changes a scheduling cycle makes between
-    calls; untracked cache updates do not happen between a filter and its explanations.
+    its version) detects the changes a scheduling cycle makes between calls, a rollback and a
+    different assume included; untracked cache updates do not happen between a filter and its
+    explanations.
     """
     entry = ctx.extra.get((name, "verdicts"))
     if not isinstance(entry, tuple):
@@ -132,8 +133,8 @@ def memo_put(ctx: PodContext, snap: Snapshot, name: str, verdicts: npt.NDArray[n
     ctx.extra[(name, "verdicts")] = (_token(snap), verdicts)
 
 
-def _token(snap: Snapshot) -> tuple[int, int, int]:
-    return (id(snap), snap.checkpoint(), snap.node_generation)
+def _token(snap: Snapshot) -> tuple[int, tuple[int, int, int]]:
+    return (id(snap), snap.version())
 
 
 # ------------------------------------------------------------------------------- counting

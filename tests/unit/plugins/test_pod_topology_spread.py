@@ -358,3 +358,28 @@ def test_explain_follows_the_snapshot_not_a_stale_filter() -> None:
     assert plugin.explain(ctx, snap, snap.index["n3"]) == [SKEW]
     # A fresh context (no filter before) explains on its own too.
     assert plugin.explain(context(pod, snap), snap, snap.index["n1"]) == []
+
+
+def test_explain_after_a_rollback_and_another_assume_at_the_same_journal_length() -> None:
+    """The filter's verdicts are kept for the explanations that follow it; a rollback followed
+    by a different assume brings the journal back to the same length with other pods placed,
+    and the kept verdicts must not be taken for the new state's."""
+    snap = snapshot(default_nodes())
+    pod = incoming(spread())
+    plugin = PodTopologySpread()
+    ctx = context(pod, snap)
+    mark = snap.checkpoint()
+    snap.assume(make_pod("w", labels={"app": "web"}), snap.index["n1"])
+    everywhere = np.ones(len(snap), dtype=np.bool_)
+    assert plugin.filter(ctx, snap, everywhere).tolist() == [False, False, True, False]
+    snap.rollback(mark)
+    snap.assume(make_pod("w", labels={"app": "web"}), snap.index["n3"])
+    assert plugin.explain(ctx, snap, snap.index["n1"]) == []
+    assert plugin.explain(ctx, snap, snap.index["n3"]) == [SKEW]
+    # The same holds across a commit, which empties the journal.
+    snap.commit()
+    assert plugin.filter(ctx, snap, everywhere).tolist() == [True, True, False, False]
+    snap.assume(make_pod("w2", labels={"app": "web"}), snap.index["n1"])
+    snap.rollback(0)
+    snap.assume(make_pod("w2", labels={"app": "web"}), snap.index["n4"])
+    assert plugin.explain(ctx, snap, snap.index["n3"]) == [SKEW]
