@@ -49,6 +49,20 @@ class Scoring(_Strict):
     resources: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0, "memory": 1.0})
     weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
 
+    @field_validator("resources")
+    @classmethod
+    def _resource_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        # kube-scheduler's NodeResourcesFit takes resource weights from 1 to 100; a weight of 0,
+        # a negative one or a tiny one made every allocation score NaN (100 / sum of weights).
+        if not value:
+            raise ValueError("name at least one resource")
+        if "" in value:
+            raise ValueError("a resource name is empty")
+        bad = sorted(name for name, weight in value.items() if not 1 <= weight <= 100)
+        if bad:
+            raise ValueError(f"weights of {bad} must be from 1 to 100, as kube-scheduler's")
+        return value
+
     @field_validator("weights")
     @classmethod
     def _known_plugins(cls, value: dict[str, float]) -> dict[str, float]:

@@ -207,3 +207,20 @@ def test_every_problem_is_on_its_own_line_naming_the_field(tmp_path: Path) -> No
     text = err.getvalue()
     for field in ("bogus", "bindConcurrency", "metricsAddress", "leaderElection"):
         assert f"{path}: {field}" in text, text
+
+
+@pytest.mark.parametrize(
+    "weights", ["{cpu: 1.0e-308}", "{cpu: 0}", "{cpu: -1}", "{cpu: 101}", "{}"]
+)
+def test_resource_weights_outside_kube_schedulers_range_are_refused(
+    weights: str, tmp_path: Path
+) -> None:
+    """make fuzz found it: a weight of 1e-308 was accepted and every allocation score was NaN
+    (100 / the weights' sum overflowed); kube-scheduler takes weights from 1 to 100."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"scoring: {{resources: {weights}}}\n")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert cli.main(["run", "--config", str(path)]) == 2
+    assert f"{path}: scoring.resources" in err.getvalue(), err.getvalue()
+    assert "Traceback" not in err.getvalue()
