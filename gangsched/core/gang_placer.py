@@ -34,7 +34,7 @@ from gangsched.core.cycle import (
 from gangsched.core.framework import Framework
 from gangsched.core.gang_waiting import short_task, waiting_message
 from gangsched.core.model import GroupRef, Pod
-from gangsched.core.node_equivalence import node_signature, nodes_interchangeable
+from gangsched.core.node_equivalence import nodes_interchangeable, nodes_to_try
 from gangsched.core.plugins.most_allocated import MostAllocated
 from gangsched.core.snapshot import BoolVector, Snapshot
 from gangsched.core.status import Code
@@ -194,21 +194,12 @@ class GangPlacer:
             ref = gang.ref_of(pod)
             ctx = self.framework.context(pod, snap)
             mask = self.framework.feasible(ctx, snap)
-            seen: set[object] = set()
-            tried = 0
-            for node in self.framework.ranked(ctx, snap, mask):
-                if tried >= self.config.search_width or budget[0] <= 0:
-                    break
-                if dedupe:
-                    signature = node_signature(snap, int(node))
-                    if signature in seen:
-                        continue
-                    seen.add(signature)
-                tried += 1
-                budget[0] -= 1
+            ranked = self.framework.ranked(ctx, snap, mask)
+            width = self.config.search_width
+            for node in nodes_to_try(snap, ranked, width=width, budget=budget, dedupe=dedupe):
                 mark = snap.checkpoint()
-                snap.assume(pod, int(node))
-                placements.append((pod, int(node)))
+                snap.assume(pod, node)
+                placements.append((pod, node))
                 placed[ref] = placed.get(ref, 0) + 1
                 if search(i + 1):
                     return True
@@ -326,13 +317,17 @@ def _part_of(gang: Gang, ref: GroupRef) -> GangMember:
 
 
 def _give_up_message(part: GangMember, scheduled: int, remaining: int, result: CycleResult) -> str:
-    text = (
+    return (
         f"minCount ({part.group.min_member}) cannot be satisfied: "
-        f"{scheduled} scheduled, {remaining} remaining"
+        f"{scheduled} scheduled, {remaining} remaining{_why(result)}"
     )
+
+
+def _why(result: CycleResult) -> str:
+    """Why the pod the cycle stopped at fits nowhere, as a suffix of a give-up message."""
     if result.failed_pod is not None and result.diagnosis is not None:
-        text += f"; {result.failed_pod.key}: {result.diagnosis.fit.message()}"
-    return text
+        return f"; {result.failed_pod.key}: {result.diagnosis.fit.message()}"
+    return ""
 
 
 def _task_give_up_message(
@@ -345,13 +340,10 @@ def _task_give_up_message(
         if short is None:
             continue
         task, have, need = short
-        text = (
+        return (
             f"minTaskMember[{task}] ({need}) of {part.group.key} cannot be satisfied: "
-            f"{have} scheduled"
+            f"{have} scheduled{_why(result)}"
         )
-        if result.failed_pod is not None and result.diagnosis is not None:
-            text += f"; {result.failed_pod.key}: {result.diagnosis.fit.message()}"
-        return text
     return "the gang cannot be satisfied"
 
 

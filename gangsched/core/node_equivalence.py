@@ -7,6 +7,8 @@ for the same pod, as long as no member cares which node it is.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from gangsched.core.model import Pod
 from gangsched.core.snapshot import Snapshot
 
@@ -40,3 +42,30 @@ def node_signature(snap: Snapshot, node: int) -> object:
     free = (snap.allocatable[node] - snap.requested[node]).tobytes()
     labels = tuple(sorted((k, v) for k, v in n.labels.items() if k != HOSTNAME_LABEL))
     return (free, labels, n.taints, n.unschedulable)
+
+
+def nodes_to_try(
+    snap: Snapshot,
+    ranked: Iterable[int],
+    *,
+    width: int,
+    budget: list[int],
+    dedupe: bool,
+) -> Iterator[int]:
+    """The nodes one step of a backtracking search tries for a pod, best first: at most
+    `width` of them, each taking one from the search's shared `budget` (checked as each is
+    asked for, so what the deeper steps spent counts), and with `dedupe` one node of each
+    signature."""
+    seen: set[object] = set()
+    tried = 0
+    for node in ranked:
+        if tried >= width or budget[0] <= 0:
+            return
+        if dedupe:
+            signature = node_signature(snap, int(node))
+            if signature in seen:
+                continue
+            seen.add(signature)
+        tried += 1
+        budget[0] -= 1
+        yield int(node)

@@ -13,7 +13,7 @@ from gangsched.core.composite.tree import TreeNode
 from gangsched.core.composite.verdicts import placed_message
 from gangsched.core.cycle import Gang, member_order
 from gangsched.core.model import GroupRef, Pod
-from gangsched.core.node_equivalence import node_signature, nodes_interchangeable
+from gangsched.core.node_equivalence import nodes_interchangeable, nodes_to_try
 from gangsched.core.snapshot import Snapshot
 from gangsched.core.status import Code
 
@@ -164,24 +164,14 @@ def backtrack(tp: TreeState, *, tightest: bool = False) -> Attempt | None:
         remaining[leaf.ref] -= 1
         ctx = framework.context(pod, snap)
         mask = framework.feasible(ctx, snap)
-        seen: set[object] = set()
-        tried = 0
         ranked = [int(node) for node in framework.ranked(ctx, snap, mask)]
         if tightest:
             ranked.sort(key=lambda node: not snap.node_pods[node])  # stable: scorer order kept
-        for node in ranked:
-            if tried >= config.search_width or budget[0] <= 0:
-                break
-            if dedupe:
-                signature = node_signature(snap, int(node))
-                if signature in seen:
-                    continue
-                seen.add(signature)
-            tried += 1
-            budget[0] -= 1
+        width = config.search_width
+        for node in nodes_to_try(snap, ranked, width=width, budget=budget, dedupe=dedupe):
             mark = snap.checkpoint()
-            snap.assume(pod, int(node))
-            at.placements.append((pod, int(node)))
+            snap.assume(pod, node)
+            at.placements.append((pod, node))
             placed[leaf.ref] += 1
             whole = not last or leaf_whole(leaf)
             if whole and tp.achievable_open(leaf_state()) and search(index + 1):
