@@ -28,7 +28,7 @@ imports, does not import the snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from gangsched.core.decisions import Decision
 from gangsched.core.model import Pod
@@ -39,6 +39,7 @@ Undo = Callable[[], None]
 S = TypeVar("S")
 S_contra = TypeVar("S_contra", contravariant=True)
 E = TypeVar("E")
+X = TypeVar("X", bound="CycleExtension[Any]")
 
 
 class CycleExtension(Protocol[S_contra]):
@@ -91,6 +92,14 @@ class Extensions(Generic[S]):
         """The registered extension of type `kind`, or None."""
         found = self._by_type.get(kind)
         return found if isinstance(found, kind) else None
+
+    def setdefault(self, kind: type[X], make: Callable[[], X]) -> X:
+        """The registered extension of type `kind`, registering `make()` first if none is."""
+        found = self.get(kind)
+        if found is None:
+            found = make()
+            self.add(found)
+        return found
 
     def __iter__(self) -> Iterator[CycleExtension[S]]:
         return iter(self._by_type.values())

@@ -38,12 +38,7 @@ class DraCache:
         """The snapshot's DRA state, registered with it now if it has none: from then on
         pods' claims are allocated (without it, pods with claims stay unschedulable). The
         operator does this before the informers start, where resource.k8s.io/v1 is served."""
-        extensions = self.cache.cluster.snapshot.extensions
-        dra = extensions.get(DraState)
-        if dra is None:
-            dra = DraState()
-            extensions.add(dra)
-        return dra
+        return self.cache.cluster.snapshot.extensions.setdefault(DraState, DraState)
 
     @property
     def state(self) -> DraState:

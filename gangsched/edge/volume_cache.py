@@ -37,12 +37,7 @@ class VolumeCache:
     @property
     def book(self) -> VolumeBook:
         """The snapshot's VolumeBook, registered with it on first use."""
-        extensions = self.cache.cluster.snapshot.extensions
-        book = extensions.get(VolumeBook)
-        if book is None:
-            book = VolumeBook()
-            extensions.add(book)
-        return book
+        return self.cache.cluster.snapshot.extensions.setdefault(VolumeBook, VolumeBook)
 
     def _changed(self) -> None:
         self.cache.changed()
