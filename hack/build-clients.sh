@@ -22,6 +22,8 @@ set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=clients/versions.env
 source "$HACK_DIR/clients/versions.env"
+# shellcheck source=gomod-lib.sh
+source "$HACK_DIR/gomod-lib.sh"
 GO="${GO:-go}"
 CACHE_ROOT="${GANGSCHED_K8S_CACHE:-${HOME:?HOME is not set}/.cache/gangsched}"
 CLIENTS_ROOT="$CACHE_ROOT/clients"
@@ -52,18 +54,12 @@ built() {
 }
 
 build_one() {
-  local name="$1" module="${MODULE[$1]}" version="${VERSION[$1]}" dir json src sum
+  local name="$1" module="${MODULE[$1]}" version="${VERSION[$1]}" dir
   dir="$(out_dir "$name")"
   log "$name: fetching $module@$version through the module proxy..."
-  json="$(cd "$TMP_DIR" && GOFLAGS='' "$GO" mod download -json "$module@$version")" \
-    || die "$name: go mod download $module@$version failed: $json"
-  src="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
-  sum="$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
-  [[ -n "$src" && -d "$src" ]] || die "$name: go mod download printed no module directory"
-  [[ "$sum" == "${SUM[$name]}" ]] \
-    || die "$name: $module@$version hashes to $sum, hack/clients/versions.env pins ${SUM[$name]}"
   local work="$TMP_DIR/src" out="$TMP_DIR/out"
-  cp -r "$src" "$work" && chmod -R u+w "$work" && mkdir -p "$out"
+  fetch_pinned_module "$module@$version" "${SUM[$name]}" "$work" hack/clients/versions.env
+  mkdir -p "$out"
   local start=$SECONDS
   log "$name: go build ${PKG[$name]} (a cold build takes 3-7 minutes on 2 cores)..."
   (cd "$work" && GOFLAGS='-mod=readonly' "$GO" build -p "${BUILD_CLIENTS_PARALLEL:-2}" -trimpath \

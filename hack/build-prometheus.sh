@@ -14,6 +14,8 @@ set -euo pipefail
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=prometheus/versions.env
 source "$HACK_DIR/prometheus/versions.env"
+# shellcheck source=gomod-lib.sh
+source "$HACK_DIR/gomod-lib.sh"
 GO="${GO:-go}"
 CACHE_ROOT="${GANGSCHED_K8S_CACHE:-${HOME:?HOME is not set}/.cache/gangsched}"
 OUT_DIR="$CACHE_ROOT/prometheus-$PROMETHEUS_VERSION"
@@ -50,15 +52,8 @@ TMP_DIR="$(mktemp -d "$CACHE_ROOT/.build-prometheus.XXXXXX")"
 trap 'chmod -R u+w "$TMP_DIR" 2>/dev/null; rm -rf "$TMP_DIR"' EXIT
 module="$PROMETHEUS_MODULE@$PROMETHEUS_MODULE_VERSION"
 log "fetching $module through the module proxy..."
-json="$(cd "$TMP_DIR" && GOFLAGS='' "$GO" mod download -json "$module")" \
-  || die "go mod download $module failed: $json"
-src="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
-sum="$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
-[[ -n "$src" && -d "$src" ]] || die "go mod download printed no module directory"
-[[ "$sum" == "$PROMETHEUS_SUM" ]] \
-  || die "$module hashes to $sum, hack/prometheus/versions.env pins $PROMETHEUS_SUM"
 work="$TMP_DIR/src"
-cp -r "$src" "$work" && chmod -R u+w "$work"
+fetch_pinned_module "$module" "$PROMETHEUS_SUM" "$work" hack/prometheus/versions.env
 start=$SECONDS
 log "go build ./cmd/prometheus ./cmd/promtool (a cold build takes about 5-10 minutes on 2 cores)..."
 # GOWORK=off: the module's go.work names modules its zip does not carry.
