@@ -108,6 +108,9 @@ from tests.builders.model import (
     term as term,
 )
 from tests.builders.raw import (
+    kubeconfig_file as kubeconfig_file,
+)
+from tests.builders.raw import (
     raw_node as raw_node,
 )
 from tests.builders.raw import (

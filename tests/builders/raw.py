@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from gangsched.core.api.dialects import (
@@ -198,3 +199,21 @@ def raw_pdb(
     if disruptions_allowed is not None:
         body["status"] = {"disruptionsAllowed": disruptions_allowed}
     return body
+
+
+def kubeconfig_file(path: Path, *, server: str, token: str = "t") -> Path:
+    """A kubeconfig at `path` with one context: `server`, authenticated by bearer `token`
+    (tests point it at a port nothing listens on)."""
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": token}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return path

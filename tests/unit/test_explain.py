@@ -16,7 +16,7 @@ from gangsched.core.cluster import ClusterState
 from gangsched.core.preemption import build_preemptor
 from gangsched.explain import NOTHING_PENDING, Explanation, NotFound, explain, render
 from gangsched.explain.sources import from_manifests
-from tests.builders import raw_node, raw_pod, raw_pod_group, raw_priority_class
+from tests.builders import kubeconfig_file, raw_node, raw_pod, raw_pod_group, raw_priority_class
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -276,19 +276,7 @@ def test_command_bad_manifest_is_usage_error(
 def test_command_unreachable_cluster_is_failure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", server="http://127.0.0.1:1")
     assert main(["explain", "default/x", "--kubeconfig", str(kubeconfig)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach the API server" in err, err

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import kubeconfig_file
+
 ROOT = Path(__file__).resolve().parents[2]
 PRUNE_LIST = ROOT / "hack" / "image-prune.txt"
 SITE = Path(sysconfig.get_path("purelib"))
@@ -169,20 +171,7 @@ def test_every_gangsched_module_and_import_loads_without_the_pruned_modules() ->
 
 
 def _kubeconfig(tmp_path: Path) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return path
+    return kubeconfig_file(tmp_path / "kubeconfig", server="http://127.0.0.1:1")
 
 
 _MAIN = """

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from gangsched.edge.early_lists import EARLY_PATHS, EarlyLists
+from tests.builders import kubeconfig_file
 
 
 async def test_no_kubeconfig_file_starts_nothing(tmp_path: Path) -> None:
@@ -18,21 +18,9 @@ async def test_no_kubeconfig_file_starts_nothing(tmp_path: Path) -> None:
 
 
 async def test_lists_are_handed_over_once_and_closed(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                # Nothing listens on port 9: every request fails, as while the API server is
-                # down; the informer taking the list sees the failure and lists again.
-                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    # Nothing listens on port 9: every request fails, as while the API server is down; the
+    # informer taking the list sees the failure and lists again.
+    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", server="http://127.0.0.1:9")
     early = await EarlyLists.start(str(kubeconfig))
     assert early.kube is not None and set(early.lists) == set(EARLY_PATHS)
     pods = early.take("/api/v1/pods")

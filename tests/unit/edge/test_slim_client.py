@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests.builders import kubeconfig_file
+
 _PROBE = textwrap.dedent(
     """
     import asyncio, json, sys
@@ -38,18 +40,8 @@ _PROBE = textwrap.dedent(
 
 
 def _probe(tmp_path: Path, *args: str) -> dict[str, object]:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "s3cret"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
+    kubeconfig = kubeconfig_file(
+        tmp_path / "kubeconfig", server="https://127.0.0.1:1", token="s3cret"
     )
     done = subprocess.run(
         [sys.executable, *args, "-c", _PROBE, str(kubeconfig)],
