@@ -5,8 +5,9 @@ Validated with pydantic so a typo is an error naming the field, not a silently i
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import (
@@ -19,6 +20,7 @@ from pydantic import (
 )
 
 from gangsched.core.cycle import CycleConfig
+from gangsched.core.gang_health import GangHealthConfig
 from gangsched.core.plugins import ScoringConfig
 from gangsched.core.plugins.registry import DEFAULT_WEIGHTS
 from gangsched.core.preemption import TopologyPreemptionConfig, build_preemptor
@@ -111,6 +113,23 @@ class Topology(_Strict):
     exactVerifications: int = Field(64, ge=1)
 
 
+class GangHealth(_Strict):
+    """Running gangs and disruption (docs/concepts/gang-protection.md); a PodGroup's
+    annotations override both keys."""
+
+    #: A PodDisruptionBudget (minAvailable = minMember) for every running gang.
+    protectRunningGangs: bool = True
+    #: How long a running gang may stay below minMember before it is released whole.
+    staleGangGraceSeconds: Annotated[int, Field(ge=0)] | Literal["never"] = 120
+
+    def settings(self) -> GangHealthConfig:
+        grace = self.staleGangGraceSeconds
+        return GangHealthConfig(
+            protect=self.protectRunningGangs,
+            grace_seconds=math.inf if grace == "never" else float(grace),
+        )
+
+
 class LeaderElection(_Strict):
     enabled: bool = True
     leaseName: str = Field("gangsched", pattern=_NAME, max_length=253)
@@ -145,6 +164,7 @@ class Config(_Strict):
     healthAddress: str = "0.0.0.0:10258"
 
     _addresses = field_validator("metricsAddress", "healthAddress")(_address)
+    gangHealth: GangHealth = Field(default_factory=GangHealth)
     leaderElection: LeaderElection = Field(default_factory=LeaderElection)
     logFormat: Literal["json", "console"] = "json"
 

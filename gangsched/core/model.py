@@ -346,6 +346,11 @@ class PodGroup:
     #: scheduling.k8s.io spec.parentCompositePodGroupName: the CompositePodGroup (same
     #: namespace) whose tree this gang belongs to; None for a root.
     parent: str | None = None
+    #: The annotations of docs/concepts/gang-protection.md (core/gang_health.py): protect the
+    #: running gang from voluntary disruption (None: the configured default), and how long it
+    #: may stay below minMember before it is released (None: the default; inf: never).
+    disruption_protection: bool | None = None
+    stale_grace_seconds: float | None = None
 
     @property
     def key(self) -> str:

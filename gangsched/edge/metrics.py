@@ -191,6 +191,23 @@ class Metrics:
             ["namespace", "podgroup"],
             registry=r,
         )
+        # Running gangs and disruption (core/gang_health.py, edge/gang_protection.py).
+        self.gangs_broken = Counter(
+            "gangsched_gangs_broken_total",
+            "Running gangs that dropped below minMember (a member failed or was deleted, its "
+            "node gone).",
+            registry=r,
+        )
+        self.stale_gangs_released = Counter(
+            "gangsched_stale_gangs_released_total",
+            "Running gangs released whole after their grace period below minMember.",
+            registry=r,
+        )
+        self.protected_gangs = Gauge(
+            "gangsched_protected_gangs",
+            "Running gangs with gangsched's PodDisruptionBudget.",
+            registry=r,
+        )
         self._pending_groups: set[tuple[str, str]] = set()
         self._timeouts: set[tuple[str, str]] = set()
         # Known label values start at 0, so rates and alerts have a series before the first

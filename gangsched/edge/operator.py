@@ -34,6 +34,7 @@ from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DraCache
 from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.events import EventRecorder, ObjectRef
+from gangsched.edge.gang_protection import GangProtection
 from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
@@ -110,6 +111,14 @@ class Operator:
             actuator=self.actuator,
             may_write=self._may_write,
         )
+        self.protection = GangProtection(
+            kube=self.kube,
+            cache=self.cache,
+            actuator=self.actuator,
+            metrics=self.metrics,
+            config=self.config.gangHealth.settings(),
+            may_write=self._may_write,
+        )
         self.cache.on_group_status = self.status.observed
         self.composite_cache.on_status = self.status.observed
         self.cache.on_problem = self._report_problem
@@ -177,6 +186,11 @@ class Operator:
         await self.watches.start()
         self._tasks.append(asyncio.create_task(self._schedule_forever(), name="scheduling"))
         self._tasks.append(asyncio.create_task(self.status.run(), name="podgroup-status"))
+        self._tasks.append(asyncio.create_task(self._protect_gangs(), name="gang-protection"))
+
+    async def _protect_gangs(self) -> None:
+        await self.watches.wait_synced()  # reviews of a half-listed cluster would mislead
+        await self.protection.run()
 
     async def stop(self) -> None:
         self.stopping.set()

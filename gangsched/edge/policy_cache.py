@@ -20,6 +20,7 @@ from gangsched.core.api import (
     pdb_from_raw,
     priority_class_from_raw,
 )
+from gangsched.core.api.disruption import is_gang_budget
 from gangsched.core.model import DisruptionBudget
 from gangsched.edge.cache_host import CacheHost
 from gangsched.edge.handlers import Handler, object_key
@@ -94,6 +95,8 @@ class PolicyCache:
         """disruptionsAllowed from the status, or computed here when no controller reports it."""
         budgets: dict[str, DisruptionBudget] = {}
         for key, raw in self.raw_budgets.items():
+            if is_gang_budget(raw):
+                continue  # gangsched's own gang budgets never weigh on its choice of victims
             try:
                 budget = pdb_from_raw(raw)
                 if not has_reported_disruptions(raw):

@@ -28,6 +28,7 @@ from gangsched.core.api import (
     priority_class_from_raw,
 )
 from gangsched.core.api.composite import composite_pod_group_from_raw
+from gangsched.core.api.disruption import is_gang_budget
 from gangsched.core.api.network_topology import NetworkTopology, network_topology_from_raw
 from gangsched.core.api.nodes import NAMESPACE_NAME_LABEL
 from gangsched.core.api.storage import (
@@ -172,6 +173,8 @@ def load_manifests(paths: Sequence[str], *, scheduler_name: str) -> Inventory:
         _check_pod(doc, pod, node_names, priorities, problems)
         inventory.pods.append(pod)
     for doc in by_kind[PDB]:
+        if is_gang_budget(doc.raw):
+            continue  # gangsched's own gang budgets never weigh on preemption
         try:
             budget = pdb_from_raw(doc.raw)
             if not has_reported_disruptions(doc.raw):

@@ -77,7 +77,8 @@ TOP_DIRS = "gangsched|tests|hack|deploy|examples|manifests|crds|bench|devtools|d
 #: A repository path: a top-level folder, then more. Not part of a longer path or a URL.
 REPO_PATH = re.compile(rf"(?<![\w./~$-])(?:{TOP_DIRS})/[\w./*-]*")
 #: A dotted module of gangsched, maybe with an attribute: gangsched.core.cycle.GangPlacer.
-MODULE = re.compile(r"(?<![\w./-])gangsched(?:\.[A-Za-z_]\w*)+")
+#: Not a domain such as the `gangsched.io/` of annotation names (a "/" follows it).
+MODULE = re.compile(r"(?<![\w./-])gangsched(?:\.[A-Za-z_]\w*)+(?![\w/-])")
 #: Paths the build makes (symlinks to the Go builds' caches), absent from a fresh clone.
 GENERATED = {"hack/k8s/bin", "hack/prometheus/bin", "hack/helm/bin"}
 FENCE = re.compile(r"^```(\S*)\s*$")
@@ -373,6 +374,7 @@ def check_kubectl(args: list[str], *, run: bool) -> None:
         "create",
         "get",
         "describe",
+        "drain",
         "logs",
         "rollout",
         "port-forward",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gangsched.core.api.dialects import POD_GROUP_API_GROUPS, api_group
+from gangsched.core.api.disruption import read_disruption_annotations
 from gangsched.core.api.errors import InvalidObject, show
 from gangsched.core.api.fields import INT32_MAX, INT32_MIN, Reader, child
 from gangsched.core.api.koordinator import (
@@ -84,6 +85,7 @@ def pod_group_from_raw(
         read_volcano(r, spec, group, priorities)
     else:
         _read_crd(r, spec, group, priorities, dialect=dialect, network=network_topology)
+    read_disruption_annotations(r, group)
     r.done()
     return group
 

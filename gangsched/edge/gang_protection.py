@@ -1,0 +1,218 @@
+"""Carries out core/gang_health.py's reviews: a PodDisruptionBudget per running gang, created
+and deleted as the gang runs and stops, and the release of stale gangs.
+
+A small controller beside the scheduling loop rather than part of each cycle: a gang breaks
+(a node deleted, a member failed) without any cycle running for it, and the grace period
+must run out on its own. One review a second walks the groups once; only the leader reviews
+and writes.
+
+Budgets are ours by their label (`gangsched.io/gang-protection: "true"`); the PDB informer
+(edge/policy_cache.py) keeps them, and keeps them out of preemption's budget accounting. Each
+one has an ownerReference to its PodGroup, so the garbage collector removes it with the group
+even when gangsched is not running; an annotation names the group, which a restarted leader
+reads to know which gangs were running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from gangsched.core.api.disruption import BUDGET_LABEL, is_gang_budget
+from gangsched.core.decisions import Decision, Event, Evict, SetCondition
+from gangsched.core.gang_health import GangBudget, GangHealth, GangHealthConfig, HealthReview
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.edge.actuator import Actuator
+from gangsched.edge.cache import ClusterCache
+from gangsched.edge.kube import JSON, Kube, KubeError
+from gangsched.edge.metrics import Metrics
+
+log = structlog.get_logger("gangsched.gang_protection")
+
+#: On each budget: "<dialect>:<name>" of the PodGroup it protects (same namespace).
+GROUP_ANNOTATION = "gangsched.io/pod-group"
+
+
+def budgets_path(namespace: str, name: str = "") -> str:
+    base = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    return f"{base}/{name}" if name else base
+
+
+def budget_object(budget: GangBudget, *, owner_api_version: str) -> JSON:
+    """The PodDisruptionBudget for a gang. unhealthyPodEvictionPolicy AlwaysAllow: a member
+    that is not Ready (crashing, its node failing) never holds up a drain; only running
+    members count toward minAvailable."""
+    ref = budget.group
+    metadata: dict[str, Any] = {
+        "name": budget.name,
+        "namespace": ref.namespace,
+        "labels": {BUDGET_LABEL: "true", "app.kubernetes.io/managed-by": "gangsched"},
+        "annotations": {GROUP_ANNOTATION: f"{ref.dialect.value}:{ref.name}"},
+    }
+    if budget.owner_uid:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": owner_api_version,
+                "kind": "PodGroup",
+                "name": ref.name,
+                "uid": budget.owner_uid,
+            }
+        ]
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": metadata,
+        "spec": {
+            "minAvailable": budget.min_available,
+            "selector": {"matchLabels": dict(budget.selector)},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+    }
+
+
+def group_of_budget(raw: Mapping[str, Any]) -> GroupRef | None:
+    """The PodGroup a gangsched budget protects, from its annotation (None if unreadable)."""
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    annotations = metadata.get("annotations")
+    value = annotations.get(GROUP_ANNOTATION) if isinstance(annotations, Mapping) else None
+    namespace = metadata.get("namespace")
+    if not isinstance(value, str) or not isinstance(namespace, str):
+        return None
+    dialect, _, name = value.partition(":")
+    try:
+        return GroupRef(Dialect(dialect), namespace, name)
+    except ValueError:
+        return None
+
+
+@dataclass
+class GangProtection:
+    kube: Kube
+    cache: ClusterCache
+    actuator: Actuator
+    metrics: Metrics
+    config: GangHealthConfig
+    may_write: Callable[[], bool] = lambda: True
+    #: Seconds between reviews.
+    interval: float = 1.0
+    health: GangHealth = field(init=False)
+    #: Evictions in flight (kept referenced until done).
+    _evictions: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.health = GangHealth(self.config)
+
+    async def run(self) -> None:
+        while True:
+            if self.may_write():
+                try:
+                    await self.review(time.monotonic())
+                except Exception:  # a bug here must not stop protection for good
+                    log.exception("gang health review failed")
+            await asyncio.sleep(self.interval)
+
+    def held(self) -> dict[GroupRef, JSON]:
+        """gangsched's budgets as the informer holds them, by the group they protect."""
+        out: dict[GroupRef, JSON] = {}
+        for raw in self.cache.policy.raw_budgets.values():
+            if is_gang_budget(raw):
+                ref = group_of_budget(raw)
+                if ref is not None:
+                    out[ref] = raw
+        return out
+
+    async def review(self, now: float) -> HealthReview:
+        held = self.held()
+        review = self.health.review(self.cache.cluster, now=now, budgeted=frozenset(held))
+        self.metrics.gangs_broken.inc(len(review.broken))
+        self.metrics.stale_gangs_released.inc(len(review.released))
+        for ref in review.released:
+            log.info("stale gang released", group=ref.key)
+        self._carry_out(review.decisions)
+        for ref, budget in review.budgets.items():
+            if ref not in held:
+                await self._create(budget)
+            elif _spec_differs(held[ref], budget):
+                await self._update(held[ref], budget)
+        for ref, raw in held.items():
+            if ref not in review.budgets:
+                await self._delete(raw)
+        self.metrics.protected_gangs.set(len(review.budgets))
+        return review
+
+    def _carry_out(self, decisions: list[Decision]) -> None:
+        """Released members as preemption victims are (condition, eviction, event, through
+        the actuator's pod writer); PodGroup events as they come."""
+        per_pod: dict[str, list[Decision]] = {}
+        for decision in decisions:
+            if isinstance(decision, SetCondition | Evict):
+                per_pod.setdefault(decision.pod, []).append(decision)
+            elif isinstance(decision, Event) and decision.regarding_kind == "Pod":
+                per_pod.setdefault(decision.regarding, []).append(decision)
+            elif isinstance(decision, Event):
+                self.actuator.apply_event(decision)
+        for steps in per_pod.values():
+            for step in steps:
+                if isinstance(step, Evict):
+                    self.cache.evict(step.pod, step.uid)
+            task = asyncio.get_running_loop().create_task(self.actuator.pods.preempt(steps))
+            self._evictions.add(task)
+            task.add_done_callback(self._evictions.discard)
+
+    async def _create(self, budget: GangBudget) -> None:
+        api_version = self.actuator.api_versions.get(budget.group.dialect, "")
+        body = budget_object(budget, owner_api_version=api_version)
+        try:
+            await self.kube.post(budgets_path(budget.group.namespace), body)
+            log.info("gang protected", group=budget.group.key, budget=budget.name)
+        except KubeError as exc:
+            if not exc.conflict:  # 409: it exists already (the watch has not told us yet)
+                self._failed("create_budget", budget.group, exc)
+
+    async def _update(self, raw: JSON, budget: GangBudget) -> None:
+        body = {
+            "metadata": {"resourceVersion": raw.get("metadata", {}).get("resourceVersion")},
+            "spec": {
+                "minAvailable": budget.min_available,
+                "selector": {"matchLabels": dict(budget.selector), "matchExpressions": None},
+            },
+        }
+        try:
+            await self.kube.patch(budgets_path(budget.group.namespace, budget.name), body)
+        except KubeError as exc:
+            if not (exc.conflict or exc.not_found):  # changed or gone: the next review sees it
+                self._failed("update_budget", budget.group, exc)
+
+    async def _delete(self, raw: JSON) -> None:
+        metadata = raw.get("metadata", {})
+        ref = group_of_budget(raw)
+        body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if metadata.get("uid"):
+            body["preconditions"] = {"uid": metadata["uid"]}
+        try:
+            await self.kube.delete(budgets_path(metadata["namespace"], metadata["name"]), body)
+            log.info(
+                "gang protection removed", budget=f"{metadata['namespace']}/{metadata['name']}"
+            )
+        except KubeError as exc:
+            if not (exc.not_found or exc.conflict) and ref is not None:
+                self._failed("delete_budget", ref, exc)
+
+    def _failed(self, operation: str, ref: GroupRef, exc: KubeError) -> None:
+        self.metrics.api_errors.labels(operation, str(exc.status)).inc()
+        log.warning("gang budget not written", group=ref.key, operation=operation, error=str(exc))
+
+
+def _spec_differs(raw: JSON, budget: GangBudget) -> bool:
+    spec = raw.get("spec") or {}
+    selector = spec.get("selector") or {}
+    return spec.get("minAvailable") != budget.min_available or (
+        selector.get("matchLabels") or {}
+    ) != dict(budget.selector)
