@@ -1,5 +1,6 @@
-"""What is measured from outside the schedulers: the API server's request counters, the
-watch that timestamps every bind, and the machine's load while a run goes."""
+"""What is measured from outside the schedulers: the API server's request counters and its
+cost (its and etcd's CPU seconds, the watch events it sent), the watch that timestamps every
+bind, and the machine's load while a run goes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bench.compare.cluster import FLOW_SCHEMA, Env
 from bench.compare.workloads import NAMESPACE
@@ -31,15 +33,43 @@ def samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
     return out
 
 
+def process_cpu_seconds(pid_file: Path) -> float:
+    """User + system CPU seconds of the process whose pid the file holds (0 when it is gone).
+
+    Read from /proc: this kube-apiserver exports no process_cpu_seconds_total, and etcd's
+    CPU is part of what a write costs the control plane."""
+    try:
+        fields = Path(f"/proc/{pid_file.read_text().strip()}/stat").read_text().rsplit(")", 1)[1]
+    except (OSError, ValueError):
+        return 0.0
+    utime, stime = fields.split()[11:13]  # fields 14 and 15 of proc(5), after "pid (comm)"
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
+
+#: The control-plane processes whose CPU a run costs: short name -> pid file of
+#: hack/cluster-up.sh.
+CONTROL_PLANE = {"apiserver": "kube-apiserver", "etcd": "etcd"}
+
+
 @dataclass
 class ApiCounts:
     """The API server's own counters at one moment."""
 
     scheduler: float  # apiserver_flowcontrol_dispatched_requests_total{flow_schema=bench-scheduler}
     by_request: dict[str, float]  # apiserver_request_total per "VERB resource[/sub]", leases apart
+    #: CPU seconds of each CONTROL_PLANE process so far.
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    #: Watch events the API server sent to all its watchers (apiserver_watch_events_sizes
+    #: count and sum): the fan-out of every write.
+    watch_events: float = 0.0
+    watch_bytes: float = 0.0
 
     @classmethod
     def read(cls, env: Env) -> ApiCounts:
+        cpu = {
+            name: process_cpu_seconds(env.cluster.dir / "pids" / f"{pid_file}.pid")
+            for name, pid_file in CONTROL_PLANE.items()
+        }
         text = env.metrics()
         scheduler = sum(
             v
@@ -52,7 +82,9 @@ class ApiCounts:
                 "/" + labels["subresource"] if labels.get("subresource") else ""
             )
             by[f"{labels.get('verb', '')} {resource}"] += v
-        return cls(scheduler, dict(by))
+        events = sum(v for _, v in samples(text, "apiserver_watch_events_sizes_count"))
+        sent = sum(v for _, v in samples(text, "apiserver_watch_events_sizes_sum"))
+        return cls(scheduler, dict(by), cpu, events, sent)
 
     def since(self, before: ApiCounts) -> tuple[float, dict[str, float]]:
         delta = {
@@ -62,11 +94,30 @@ class ApiCounts:
         }
         return self.scheduler - before.scheduler, delta
 
+    def cost_since(self, before: ApiCounts, *, pods: int) -> dict[str, float]:
+        """What the run cost the control plane, in all and per bound pod: the API server's
+        and etcd's CPU seconds, the watch events and MiB it sent. Everything on the cluster
+        counts (the load generator's creates, kwok's status writes, the bench's watch), the
+        same for every scheduler: the differences between schedulers are theirs."""
+        per = max(pods, 1)
+        cost: dict[str, float] = {}
+        for name in CONTROL_PLANE:
+            seconds = self.cpu_s.get(name, 0.0) - before.cpu_s.get(name, 0.0)
+            cost[f"{name}_cpu_s"] = round(seconds, 2)
+            cost[f"{name}_cpu_ms_per_pod"] = round(1000 * seconds / per, 3)
+        events = self.watch_events - before.watch_events
+        cost["watch_events"] = events
+        cost["watch_events_per_pod"] = round(events / per, 2)
+        cost["watch_kib_per_pod"] = round((self.watch_bytes - before.watch_bytes) / 1024 / per, 2)
+        return cost
+
 
 # ------------------------------------------------------------------------------ watching
 @dataclass
 class Watch:
     bound_at: dict[str, float] = field(default_factory=dict)
+    #: When each pod was first seen: the watch delivery every scheduler waits for too.
+    seen_at: dict[str, float] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)  # deleted, or with a deletionTimestamp
     #: When each pod in `gone` was first seen going.
     gone_at: dict[str, float] = field(default_factory=dict)
@@ -91,6 +142,7 @@ class Watch:
                     name = meta.get("name")
                     if not name or event.get("type") == "BOOKMARK":
                         continue
+                    self.seen_at.setdefault(name, now)
                     if obj.get("spec", {}).get("nodeName") and name not in self.bound_at:
                         self.bound_at[name] = now
                     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):

@@ -24,6 +24,18 @@ METRICS = (
 #: How the gangs ended (medians too, no ratio): bound whole, partly bound, pods a
 #: kube-scheduler still holds reserved in Permit (Coscheduling's weak spot).
 OUTCOME = ("gangs_complete", "gangs_partly_bound", "pods_in_flight", "pods_in_flight_peak")
+#: What a run cost the control plane per bound pod (bench/compare/measure.py ApiCounts).
+COST = (
+    "apiserver_cpu_ms_per_pod",
+    "etcd_cpu_ms_per_pod",
+    "watch_events_per_pod",
+    "watch_kib_per_pod",
+)
+#: Per-run keys that vary with the run (the scheduler's verbs, the latency stages of
+#: bench/compare/latency.py): their medians are kept too.
+PREFIXES = ("requests_per_pod_", "stage_")
+#: The scheduler each ratio row divides by, and the key of its ratios in the summary.
+PEERS = (("kube-scheduler", "ratios"), ("coscheduling", "ratios_coscheduling"))
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -33,28 +45,30 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for workload, per in medians.items():
         for scheduler in per:
             mine = [r for r in runs if r["workload"] == workload and r["scheduler"] == scheduler]
-            for metric in (*METRICS, *OUTCOME, "complete"):
+            varying = sorted({k for r in mine for k in r if k.startswith(PREFIXES)})
+            for metric in (*METRICS, *OUTCOME, *COST, *varying, "complete"):
                 values = [float(r[metric]) for r in mine if metric in r]
                 if values:
                     per[scheduler][metric] = round(statistics.median(values), 3)
             per[scheduler]["rounds"] = len(mine)
-    ratios: dict[str, dict[str, float]] = {}
+    ratios: dict[str, dict[str, dict[str, float]]] = {key: {} for _, key in PEERS}
     for workload, per in medians.items():
-        ours, theirs = per.get("gangsched"), per.get("kube-scheduler")
-        if not ours or not theirs:
-            continue
-        ratios[workload] = {
-            m: round(ours[m] / theirs[m], 3)
-            for m in METRICS
-            if m in ours and m in theirs and theirs[m]
-        }
+        for peer, key in PEERS:
+            ours, theirs = per.get("gangsched"), per.get(peer)
+            if not ours or not theirs:
+                continue
+            ratios[key][workload] = {
+                m: round(ours[m] / theirs[m], 3)
+                for m in (*METRICS, *COST)
+                if m in ours and m in theirs and theirs[m]
+            }
     floor = medians.get("d", {}).get(LIST_FLOOR, {}).get("first_bind_s")
     over_floor = {
         scheduler: round(m["first_bind_s"] - floor, 3)
         for scheduler, m in medians.get("d", {}).items()
         if floor is not None and scheduler != LIST_FLOOR and "first_bind_s" in m
     }
-    return {"medians": medians, "ratios": ratios, "first_bind_over_floor_s": over_floor}
+    return {"medians": medians, **ratios, "first_bind_over_floor_s": over_floor}
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
@@ -67,7 +81,8 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [
         f"Medians over {meta['rounds']} rounds; load average (1 min) during the runs: "
         f"{meta['load_min']:.2f}-{meta['load_max']:.2f} (median {meta['load_median']:.2f}) on "
-        f"{meta['cpus']} CPUs. Ratio = gangsched / kube-scheduler. Mode: {meta['mode']} "
+        f"{meta['cpus']} CPUs. Ratio = gangsched / kube-scheduler (or / coscheduling). "
+        f"Mode: {meta['mode']} "
         "for (a) and (b), streamed for (c), precreate for (d) (see bench/README.md).",
         "",
         *tables(summary, meta["sizes"]),
@@ -84,7 +99,7 @@ def tables(summary: dict[str, Any], sizes: dict[str, Any], *, outcome: bool = Tr
         "| victims | API req / pod | CPU s (run / total) | peak RSS MiB |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    medians, ratios = summary["medians"], summary["ratios"]
+    medians = summary["medians"]
     ceiling = medians.get("ceiling", {}).get("bare-binder", {}).get("pods_per_s")
     label = titles(sizes)
     for workload in (*WORKLOADS, "ceiling"):
@@ -110,16 +125,20 @@ def tables(summary: dict[str, Any], sizes: dict[str, Any], *, outcome: bool = Tr
                 f"{fmt(m.get('cpu_s'), 1)} / {fmt(m.get('cpu_s_total'), 1)} | "
                 f"{fmt(m.get('rss_peak_mib'), 0)} |"
             )
-        r = ratios.get(workload)
-        if r:
+        for peer, key in PEERS:
+            r = summary.get(key, {}).get(workload)
+            if not r:
+                continue
+            name = "**ratio**" if peer == "kube-scheduler" else f"**ratio vs {peer}**"
             lines.append(
-                f"| {label[workload]} | **ratio** | **{fmt(r.get('pods_per_s'), 2)}x** | "
+                f"| {label[workload]} | {name} | **{fmt(r.get('pods_per_s'), 2)}x** | "
                 f"{fmt(r.get('latency_p50_s'), 2)} / {fmt(r.get('latency_p99_s'), 2)} | "
                 f"{fmt(r.get('first_bind_s'), 2)} / {fmt(r.get('last_bind_s'), 2)} | "
                 f"{fmt(r.get('victims'), 2)} | {fmt(r.get('api_requests_per_pod'), 2)} | "
                 f"{fmt(r.get('cpu_s'), 2)} / {fmt(r.get('cpu_s_total'), 2)} | "
                 f"{fmt(r.get('rss_peak_mib'), 2)} |"
             )
+    lines += cost_table(medians, label) + stages_table(medians, label)
     if outcome:
         lines += outcome_table(medians, label)
     over = summary.get("first_bind_over_floor_s") or {}
@@ -164,3 +183,80 @@ def outcome_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
 
 def peak(value: float | None) -> str:
     return "-" if value is None or value < 0 else fmt(value, 0)
+
+
+def cost_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
+    """What each scheduler's run cost the control plane per bound pod (only for results that
+    measured it): the API server's and etcd's CPU, the watch events the API server sent, and
+    the scheduler's own requests by verb (its client counters, since exec)."""
+    rows = []
+    for workload in WORKLOADS:
+        for scheduler in SCHEDULERS:
+            m = medians.get(workload, {}).get(scheduler)
+            if not m or "apiserver_cpu_ms_per_pod" not in m:
+                continue
+            verbs = ", ".join(
+                f"{key.removeprefix('requests_per_pod_')} {m[key]:.2f}"
+                for key in sorted(m)
+                if key.startswith("requests_per_pod_") and m[key] >= 0.005
+            )
+            rows.append(
+                f"| {label[workload]} | {scheduler} | {fmt(m.get('apiserver_cpu_ms_per_pod'), 2)} "
+                f"| {fmt(m.get('etcd_cpu_ms_per_pod'), 2)} | "
+                f"{fmt(m.get('watch_events_per_pod'), 1)} / {fmt(m.get('watch_kib_per_pod'), 1)} "
+                f"| {fmt(m.get('api_requests_per_pod'), 2)} | {verbs or '-'} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "The control plane's cost per bound pod over the measured window (everything on the "
+        "cluster counts: the load generator's creates, kwok's status writes and the bench's "
+        "watch are the same for every scheduler, so the differences are the schedulers'): "
+        "CPU ms of the kube-apiserver and etcd processes (`/proc/<pid>/stat`), watch events "
+        "and KiB the API server sent (`apiserver_watch_events_sizes`), the scheduler's "
+        "requests (its FlowSchema's count) and, by verb, its own client counters since exec "
+        "(watches and lists are GETs).",
+        "",
+        "| workload | scheduler | API server CPU ms / pod | etcd CPU ms / pod "
+        "| watch events / KiB per pod | requests / pod | by verb / pod |",
+        "|---|---|---:|---:|---:|---:|---|",
+        *rows,
+    ]
+
+
+#: bench/compare/latency.py's stages, in the order a gang goes through them.
+STAGES = ("seen", "decided", "answered", "observed")
+
+
+def stages_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
+    """Where streamed gang latency goes (bench/compare/latency.py), p50 / p99 per stage."""
+    rows = []
+    for workload in WORKLOADS:
+        for scheduler in SCHEDULERS:
+            m = medians.get(workload, {}).get(scheduler)
+            if not m or "stage_seen_p50_s" not in m:
+                continue
+            cells = " | ".join(
+                f"{fmt(m.get(f'stage_{s}_p50_s'), 2)} / {fmt(m.get(f'stage_{s}_p99_s'), 2)}"
+                for s in STAGES
+            )
+            rows.append(
+                f"| {label[workload]} | {scheduler} | {cells} | "
+                f"{fmt(m.get('latency_p50_s'), 2)} / {fmt(m.get('latency_p99_s'), 2)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "Where streamed gang latency goes, p50 / p99 in seconds (bench/compare/latency.py): "
+        "the last member's create answered to the bench's watch seeing it; to gangsched's "
+        "decision (its log); its binds answered after the decision; the last bind seen by "
+        "the bench's watch after the last answer. Kube-schedulers log no decision: only the "
+        "first stage.",
+        "",
+        "| workload | scheduler | created -> seen | created -> decided | decided -> binds "
+        "answered | answered -> bind seen | gang latency |",
+        "|---|---|---:|---:|---:|---:|---:|",
+        *rows,
+    ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_cluster
+from bench.compare.latency import stages
 from bench.compare.measure import ApiCounts, Watch, load_average, wait_running, wait_until
 from bench.compare.schedulers import (
     Launch,
@@ -209,10 +210,18 @@ async def run_one(
         result["latency_p50_s"] = round(percentile(latencies, 0.5), 3)
         result["latency_p99_s"] = round(percentile(latencies, 0.99), 3)
         result["latency_max_s"] = round(max(latencies, default=0.0), 3)
+        if not precreate:
+            gang_names = {g: [p["metadata"]["name"] for p in m] for g, m in w.gangs.items()}
+            log = launch.log if launch.kind == "gangsched" else None
+            spans = stages(gang_names, created, watch.seen_at, watch.bound_at, log)
+            result.update({f"stage_{k}": v for k, v in spans.items()})
         scheduler_requests, all_requests = after.since(before)
         result["api_requests"] = scheduler_requests
         result["api_requests_per_pod"] = round(scheduler_requests / max(bound, 1), 3)
         result["apiserver_request_total_delta"] = all_requests
+        result.update(after.cost_since(before, pods=bound))
+        for verb, count in result["client_requests"].items():  # since exec, by its own count
+            result[f"requests_per_pod_{verb}"] = round(count / max(bound, 1), 3)
         if workload == "c":
             low = [o["metadata"]["name"] for o in w.setup if o["kind"] == "Pod"]
             result["low_pods"] = len(low)

@@ -1,0 +1,100 @@
+"""bench/compare's latency stages, control-plane cost and the tables that report them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from bench.compare.latency import stages
+from bench.compare.measure import ApiCounts, process_cpu_seconds
+from bench.compare.report import markdown, summarize
+
+
+def log_line(event: str, at: str, **fields: object) -> str:
+    return json.dumps({"event": event, "timestamp": at, **fields}) + "\n"
+
+
+def test_stages_split_a_gang_latency_at_the_decision_and_the_answers(tmp_path: Path) -> None:
+    log = tmp_path / "gangsched.log"
+    log.write_text(
+        "kopf something unrelated\n"
+        + log_line("cycle", "1970-01-01T00:00:10.5Z", group="bench/g", result="waiting")
+        + log_line("cycle", "1970-01-01T00:00:11.25Z", group="bench/g", result="scheduled")
+        + log_line("bound", "1970-01-01T00:00:11.5Z", pod="bench/p1", group="bench/g")
+        + log_line("bound", "1970-01-01T00:00:11.75Z", pod="bench/p2", group="bench/g")
+    )
+    created = {"PodGroup/g": 9.0, "Pod/p1": 10.0, "Pod/p2": 11.0}
+    seen = {"p1": 10.1, "p2": 11.125}
+    bound = {"p1": 11.6, "p2": 12.0}
+    out = stages({"g": ["p1", "p2"], "unbound": ["p3"]}, created, seen, bound, log)
+    assert out == {
+        "seen_p50_s": 0.125,
+        "seen_p99_s": 0.125,
+        "decided_p50_s": 0.25,
+        "decided_p99_s": 0.25,
+        "answered_p50_s": 0.5,
+        "answered_p99_s": 0.5,
+        "observed_p50_s": 0.25,
+        "observed_p99_s": 0.25,
+        "waiting_cycles_per_gang": 1.0,
+    }
+    # A kube-scheduler logs no decisions: only the watch's stage.
+    assert set(stages({"g": ["p1", "p2"]}, created, seen, bound, None)) == {
+        "seen_p50_s",
+        "seen_p99_s",
+    }
+
+
+def test_cost_per_pod_from_two_readings(tmp_path: Path) -> None:
+    before = ApiCounts(10, {}, {"apiserver": 5.0, "etcd": 1.0}, 100, 1024 * 100)
+    after = ApiCounts(40, {}, {"apiserver": 8.0, "etcd": 1.5}, 400, 1024 * 400)
+    cost = after.cost_since(before, pods=100)
+    assert cost["apiserver_cpu_ms_per_pod"] == 30.0
+    assert cost["etcd_cpu_ms_per_pod"] == 5.0
+    assert cost["watch_events_per_pod"] == 3.0
+    assert cost["watch_kib_per_pod"] == 3.0
+    pid = tmp_path / "me.pid"
+    pid.write_text(f"{os.getpid()}\n")
+    assert process_cpu_seconds(pid) > 0
+    assert process_cpu_seconds(tmp_path / "missing.pid") == 0.0
+
+
+def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
+    def run(scheduler: str, latency: float, cpu_ms: float) -> dict[str, object]:
+        return {
+            "workload": "a",
+            "scheduler": scheduler,
+            "round": 1,
+            "pods_per_s": 100.0,
+            "latency_p50_s": latency,
+            "latency_p99_s": 2 * latency,
+            "apiserver_cpu_ms_per_pod": cpu_ms,
+            "etcd_cpu_ms_per_pod": 1.0,
+            "watch_events_per_pod": 20.0,
+            "watch_kib_per_pod": 25.0,
+            "api_requests_per_pod": 1.4,
+            "requests_per_pod_POST": 1.33,
+            "stage_seen_p50_s": 0.1,
+            "stage_seen_p99_s": 0.3,
+            "load_before": [1.0],
+        }
+
+    runs = [run("gangsched", 0.5, 10.0), run("coscheduling", 2.0, 20.0)]
+    summary = summarize(runs)
+    assert summary["ratios_coscheduling"]["a"]["latency_p50_s"] == 0.25
+    assert summary["ratios_coscheduling"]["a"]["apiserver_cpu_ms_per_pod"] == 0.5
+    assert summary["ratios"] == {}
+    meta = {
+        "rounds": 1,
+        "load_min": 1.0,
+        "load_max": 1.0,
+        "load_median": 1.0,
+        "cpus": 2,
+        "mode": "streamed",
+        "sizes": {},
+    }
+    text = markdown(summary, meta)
+    assert "| **ratio vs coscheduling** | **1.00x** | 0.25 / 0.25 |" in text
+    assert "| gangsched | 10.00 | 1.00 | 20.0 / 25.0 | 1.40 | POST 1.33 |" in text
+    assert "| coscheduling | 0.10 / 0.30 | - / - | - / - | - / - | 2.00 / 4.00 |" in text
