@@ -91,7 +91,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from gangsched.config import ConfigError, load_config
     from gangsched.simulate.loader import ManifestError, load_cluster
     from gangsched.simulate.output import render
-    from gangsched.simulate.runner import SimulationError, simulate
+    from gangsched.simulate.runner import SimulationError, VirtualClock, simulate
 
     try:
         config = load_config(args.config)
@@ -105,11 +105,14 @@ def _simulate(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return EXIT_USAGE
-    preemptor = config.preemptor(strategy=args.preemption, scheduler_name=scheduler_name)
+    clock = VirtualClock()
+    preemptor = config.preemptor(
+        strategy=args.preemption, scheduler_name=scheduler_name, clock=clock
+    )
     scheduler_config = config.scheduler_config()
     scheduler_config.scheduler_name = scheduler_name
     try:
-        result = simulate(cluster, scheduler_config, preemptor=preemptor)
+        result = simulate(cluster, scheduler_config, preemptor=preemptor, clock=clock)
     except SimulationError as exc:
         print(f"gangsched simulate: {exc}", file=sys.stderr)
         return EXIT_FAILURE

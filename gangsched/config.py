@@ -6,6 +6,7 @@ Validated with pydantic so a typo is an error naming the field, not a silently i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -19,11 +20,13 @@ from pydantic import (
     model_validator,
 )
 
+from gangsched.core.api.capacity_wait import MAX_WAIT_SECONDS
 from gangsched.core.cycle import CycleConfig
 from gangsched.core.gang_health import GangHealthConfig
 from gangsched.core.plugins import ScoringConfig
 from gangsched.core.plugins.registry import DEFAULT_WEIGHTS
 from gangsched.core.preemption import TopologyPreemptionConfig, build_preemptor
+from gangsched.core.preemption.capacity_wait import CapacityWaitPreemptor
 from gangsched.core.scheduler import Preemptor, SchedulerConfig
 from gangsched.core.topology.placement import TopologyConfig
 
@@ -79,6 +82,9 @@ class Scoring(_Strict):
 class Preemption(_Strict):
     enabled: bool = True
     strategy: Literal["mincost", "kep"] = "mincost"
+    #: Seconds a gang that only preemption would place waits for new nodes (an autoscaler)
+    #: before preempting; 0 preempts at once (docs/concepts/capacity-wait.md).
+    waitForCapacitySeconds: int = Field(0, ge=0, le=MAX_WAIT_SECONDS)
 
 
 class Backoff(_Strict):
@@ -169,12 +175,27 @@ class Config(_Strict):
     logFormat: Literal["json", "console"] = "json"
 
     def preemptor(
-        self, *, strategy: str | None = None, scheduler_name: str | None = None
+        self,
+        *,
+        strategy: str | None = None,
+        scheduler_name: str | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> Preemptor | None:
-        """The configured preemption strategy (`strategy` overrides it; "off" disables)."""
+        """The configured preemption strategy (`strategy` overrides it; "off" disables).
+        With a `clock` (seconds since the epoch, or simulate's virtual time), gangs may wait
+        for new capacity before it preempts (waitForCapacitySeconds and the PodGroups'
+        annotation); every driver passes one."""
         chosen = strategy or (self.preemption.strategy if self.preemption.enabled else "off")
         if chosen == "off":
             return None
+        workload = self._workload_preemptor(chosen, scheduler_name)
+        if clock is None:
+            return workload
+        return CapacityWaitPreemptor(
+            workload, clock=clock, default_seconds=float(self.preemption.waitForCapacitySeconds)
+        )
+
+    def _workload_preemptor(self, chosen: str, scheduler_name: str | None) -> Preemptor:
         # The scheduler's own cycle and placement settings: preemption's dry runs, its
         # upstream choice and its tie-break between domains must place as the cycle does.
         return build_preemptor(

@@ -226,6 +226,9 @@ class Node:
     allocatable: ResourceList = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
+    #: metadata.creationTimestamp, seconds since the epoch: tells nodes an autoscaler added
+    #: for a waiting gang from the ones it found (0.0: not known).
+    created: float = 0.0
 
 
 @dataclass(slots=True, eq=False)
@@ -278,6 +281,9 @@ class Pod:
     owner_refs: tuple[str, ...] = ()
     #: The Volcano task the pod belongs to (`volcano.sh/task-spec`), for minTaskMember.
     task: str = ""
+    #: When the pod became Unschedulable (PodScheduled=False reason Unschedulable, its
+    #: lastTransitionTime; seconds since the epoch): where a wait for new capacity starts.
+    unschedulable_since: float | None = None
 
     @property
     def key(self) -> str:
@@ -346,6 +352,9 @@ class PodGroup:
     #: scheduling.k8s.io spec.parentCompositePodGroupName: the CompositePodGroup (same
     #: namespace) whose tree this gang belongs to; None for a root.
     parent: str | None = None
+    #: `gangsched.io/wait-for-capacity-seconds`: seconds to wait for new nodes before preempting
+    #: (0: at once); None: the configuration's default.
+    capacity_wait: float | None = None
     #: The annotations of docs/concepts/gang-protection.md (core/gang_health.py): protect the
     #: running gang from voluntary disruption (None: the configured default), and how long it
     #: may stay below minMember before it is released (None: the default; inf: never).

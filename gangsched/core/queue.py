@@ -46,6 +46,8 @@ class _Entry:
     waiting: bool = False
     #: In backoff after an error (not after a cluster change): sits it out whatever happens.
     errored: bool = False
+    #: Unschedulable, but tried again by then whatever happens (a wait for capacity ends).
+    retry_at: float = math.inf
 
 
 @dataclass(slots=True)
@@ -167,9 +169,24 @@ class SchedulingQueue:
         entry.state = State.UNSCHEDULABLE
         entry.waiting = waiting
         entry.since = now
+        entry.retry_at = math.inf
         entry.ready_at = now + (
             self.backoff_for(entry.attempts) if counted else self.initial_backoff
         )
+
+    def retry_by(self, ref: GroupRef, at: float) -> None:
+        """An unschedulable gang is tried again at `at` even if nothing changes: its wait for
+        new capacity ends then, and it may preempt (core/preemption/capacity_wait.py)."""
+        entry = self._entries.get(ref)
+        if entry is not None and entry.state is State.UNSCHEDULABLE:
+            entry.retry_at = at
+
+    def next_retry_at(self) -> float | None:
+        """The earliest `retry_by` time of an unschedulable gang (simulate's virtual clock
+        jumps there when nothing else is left to do)."""
+        times = [e.retry_at for e in self._entries.values() if e.state is State.UNSCHEDULABLE]
+        finite = [t for t in times if t != math.inf]
+        return min(finite) if finite else None
 
     def backoff(self, ref: GroupRef, now: float) -> None:
         """Retry after the backoff interval whatever happens (errors, lost binds)."""
@@ -228,7 +245,7 @@ class SchedulingQueue:
         """When the earliest backoff expires (for a driver deciding how long to sleep)."""
         times = [e.ready_at for e in self._entries.values() if e.state is State.BACKOFF]
         times += [
-            e.since + self.unschedulable_flush
+            min(e.since + self.unschedulable_flush, e.retry_at)
             for e in self._entries.values()
             if e.state is State.UNSCHEDULABLE
         ]
@@ -250,9 +267,10 @@ class SchedulingQueue:
             if entry.state is State.BACKOFF and entry.ready_at <= now:
                 entry.state = State.ACTIVE
                 self._push(entry)
-            elif (
-                entry.state is State.UNSCHEDULABLE and now - entry.since >= self.unschedulable_flush
+            elif entry.state is State.UNSCHEDULABLE and (
+                now - entry.since >= self.unschedulable_flush or now >= entry.retry_at
             ):
+                entry.retry_at = math.inf
                 entry.state = State.ACTIVE
                 entry.since = now
                 self._push(entry)

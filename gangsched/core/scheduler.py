@@ -64,6 +64,11 @@ class PreemptionOutcome:
     pdb_violations: int = 0
     reprieved: int = 0
     strategy: str = ""
+    #: Not started because the gang waits for new capacity first (preemption/capacity_wait.py):
+    #: when that wait ends, on the preemptor's clock, and seconds until then, after which
+    #: the gang is tried again even if nothing in the cluster changed.
+    waiting_until: float | None = None
+    retry_after: float | None = None
 
 
 class Preemptor(Protocol):
@@ -240,6 +245,8 @@ class Scheduler:
                 report.preemption = preemption
                 return report
         self.queue.unschedulable(gang.key, now)
+        if preemption is not None and preemption.retry_after is not None:
+            self.queue.retry_by(gang.key, now + preemption.retry_after)
         message = result.message
         if preemption is not None and preemption.message:
             message = f"{message}; {preemption.message}"

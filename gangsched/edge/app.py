@@ -17,6 +17,7 @@ import importlib
 import os
 import signal
 import socket
+import time
 from typing import Any
 
 import structlog
@@ -89,7 +90,7 @@ async def start_operator(
         kube = await Kube.connect(kubeconfig, connections=config.bindConcurrency + MAX_WATCHES + 16)
         # As `gangsched simulate` builds it: the configured strategy, with the scheduler's own
         # cycle and topology settings and preemption's domain budgets (None when disabled).
-        preemptor = config.preemptor()
+        preemptor = config.preemptor(clock=time.time)  # pods' condition times are wall-clock
         operator = Operator(
             config=config,
             kube=kube,

@@ -481,4 +481,15 @@ def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
             and c.get("reason") == "Infeasible"
             for c in status.get("conditions") or []
         ),
+        # When it became Unschedulable: where a wait for new capacity starts (capacity_wait).
+        next(
+            (
+                c.get("lastTransitionTime")
+                for c in status.get("conditions") or []
+                if isinstance(c, dict)
+                and c.get("type") == "PodScheduled"
+                and c.get("reason") == "Unschedulable"
+            ),
+            None,
+        ),
     )

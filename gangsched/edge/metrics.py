@@ -208,13 +208,26 @@ class Metrics:
             "Running gangs with gangsched's PodDisruptionBudget.",
             registry=r,
         )
+        # Gangs bound on nodes created after they became Unschedulable (core/new_capacity.py).
+        self.new_capacity_seconds = Histogram(
+            "gangsched_gang_new_capacity_bound_seconds",
+            "From a gang's Unschedulable to its bind on nodes created since (an autoscaler's).",
+            buckets=exponential(1, 2, 14),
+            registry=r,
+        )
+        self.new_capacity_nodes = Histogram(
+            "gangsched_gang_new_capacity_nodes",
+            "Nodes created after a gang became Unschedulable that its members were bound to.",
+            buckets=exponential(1, 2, 11),
+            registry=r,
+        )
         self._pending_groups: set[tuple[str, str]] = set()
         self._timeouts: set[tuple[str, str]] = set()
         # Known label values start at 0, so rates and alerts have a series before the first
         # event (an error counter that appears only with its first error cannot be rated).
         for result in ("scheduled", "unschedulable", "waiting", "waiting_on_preemption", "error"):
             self.podgroup_attempts.labels(result)
-        for result in ("started", "cannot_help"):
+        for result in ("started", "cannot_help", "waiting_for_capacity"):
             self.preemption_attempts.labels(result)
         for result in ("feasible", "infeasible"):
             self.placement_evaluations.labels(result)

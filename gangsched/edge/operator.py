@@ -26,6 +26,7 @@ from gangsched.core.cycle import CycleResult, Gang
 from gangsched.core.decisions import ERROR, SCHEDULED, UNSCHEDULABLE, WAITING, Event, Nominate
 from gangsched.core.framework import Framework
 from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.new_capacity import bound_on_new_capacity
 from gangsched.core.queue import State
 from gangsched.core.scheduler import CycleReport, PreemptionOutcome, Preemptor, Scheduler
 from gangsched.edge.actuator import Actuator
@@ -378,6 +379,10 @@ class Operator:
                 pod = self.scheduler.cluster.pods.get(bind.pod)
                 if pod is not None and pod.created:
                     m.sli_duration.labels(attempts).observe(max(0.0, now - pod.created))
+            grown = bound_on_new_capacity(report.bound, self.scheduler.cluster, now=now)
+            if grown is not None:
+                m.new_capacity_seconds.observe(grown.seconds)
+                m.new_capacity_nodes.observe(grown.nodes)
         if report.result != WAITING:  # held before the cycle: not an attempt (as upstream)
             result = "scheduled" if report.result == SCHEDULED else "unschedulable"
             m.schedule_attempts.labels(result, self.config.schedulerName).inc(len(report.pods))
@@ -391,8 +396,10 @@ class Operator:
         if report.preemption is not None:
             outcome = report.preemption
             label = "started" if outcome.started else "cannot_help"
+            if outcome.waiting_until is not None:
+                label = "waiting_for_capacity"
             m.preemption_attempts.labels(label).inc()
-            if outcome.victims:
+            if outcome.victims and outcome.started:
                 m.preemption_victims.observe(len(outcome.victims))
             m.pdb_violations.inc(outcome.pdb_violations)
             m.reprieved.inc(outcome.reprieved)

@@ -30,6 +30,7 @@ from gangsched.core.decisions import (
 )
 from gangsched.core.framework import Framework
 from gangsched.core.gang_waiting import gated_summary
+from gangsched.core.group_status import timestamp
 from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.placers import UnitPlacer
 from gangsched.core.preemption.victims import gang_priority, victim_priority
@@ -353,6 +354,9 @@ def _preemption(
         would_help=outcome.started,
         message=outcome.message,
         pdb_violations=outcome.pdb_violations,
+        waiting_for_capacity_until=(
+            None if outcome.waiting_until is None else timestamp(outcome.waiting_until)
+        ),
     )
     view.victims = [
         Victim(

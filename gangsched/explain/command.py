@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import logging
 import sys
+import time
 from typing import Any
 
 from gangsched.config import Config, ConfigError, load_config
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     scheduler_name = args.scheduler_name or config.schedulerName
     strategy = _strategy(config, args.preemption)
-    preemptor = config.preemptor(strategy=strategy, scheduler_name=scheduler_name)
+    preemptor = config.preemptor(strategy=strategy, scheduler_name=scheduler_name, clock=time.time)
     if preemptor is None:
         strategy = ""
     scheduler_config = config.scheduler_config()

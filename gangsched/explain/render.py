@@ -73,6 +73,9 @@ def _preemption_lines(view: PreemptionView) -> list[str]:
         return [f"{title}: {view.message}"]
     if not view.attempted:
         return [f"{title}: {view.message}"]
+    if view.waiting_for_capacity_until is not None:
+        out = [f"{title}: would help, after a wait for new capacity -- {view.message}"]
+        return out + _table(["VICTIM", "NODE", "PRIORITY", "GROUP"], _victim_rows(view.victims))
     if view.would_help and view.victims:
         out = [f"{title}: would help -- {view.message}"]
         out += _table(["VICTIM", "NODE", "PRIORITY", "GROUP"], _victim_rows(view.victims))

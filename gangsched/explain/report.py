@@ -141,10 +141,13 @@ class PreemptionView:
     #: Pending member -> node it would be nominated to.
     nominations: dict[str, str] = field(default_factory=dict)
     pdb_violations: int = 0
+    #: The gang waits for new capacity before preempting until then (RFC 3339), or None.
+    waiting_for_capacity_until: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "enabled": self.enabled,
+            "waitingForCapacityUntil": self.waiting_for_capacity_until,
             "strategy": self.strategy or None,
             "attempted": self.attempted,
             "wouldHelp": self.would_help,

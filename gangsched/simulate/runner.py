@@ -3,7 +3,9 @@
 The same `Scheduler` as `gangsched run`; only the carrying out of decisions differs: binds
 succeed at once and preemption victims disappear at once, so a run ends in the state a real
 cluster would reach once every termination finished. Time is virtual: it advances past every
-backoff whenever the cluster changes, so a run is deterministic and instant.
+backoff whenever the cluster changes, so a run is deterministic and instant. With nothing
+left to do but a gang waiting for new capacity (core/preemption/capacity_wait.py), it jumps
+to the end of that wait: no autoscaler adds nodes here, so the wait simply expires.
 """
 
 from __future__ import annotations
@@ -146,6 +148,16 @@ class SimulationResult:
         }
 
 
+@dataclass(slots=True)
+class VirtualClock:
+    """The run's virtual time, for a preemptor that needs one (`Config.preemptor(clock=)`)."""
+
+    now: float = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class SimulationError(RuntimeError):
     """The run did not settle (a bug, reported rather than hanging)."""
 
@@ -155,8 +167,11 @@ def simulate(
     config: SchedulerConfig,
     *,
     preemptor: Preemptor | None = None,
+    clock: VirtualClock | None = None,
 ) -> SimulationResult:
+    """`clock`, when given, is kept at the run's virtual time (the preemptor's clock)."""
     scheduler = Scheduler(cluster, config, preemptor=preemptor)
+    clock = clock if clock is not None else VirtualClock()
     pending_at_start = {
         pod.key for pod in cluster.pods.values() if cluster.is_pending(pod) or cluster.is_gated(pod)
     }
@@ -167,12 +182,16 @@ def simulate(
     last_outcome: dict[GroupRef, GroupOutcome] = {}
     statuses: dict[GroupRef, dict[str, Any]] = {}
     conditions: dict[str, tuple[str, str]] = {}
-    now = 0.0
+    now = clock.now = 0.0
     scheduler.enqueue_pending(now)
     for number in range(1, MAX_STEPS + 1):
         report = scheduler.step(now)
         if report is None:
-            break
+            retry = scheduler.queue.next_retry_at()
+            if retry is None:
+                break
+            now = clock.now = max(now, retry)  # a wait for capacity ends: nobody added nodes
+            continue
         changed = _apply(
             report,
             cluster=cluster,
@@ -186,6 +205,7 @@ def simulate(
         if changed:
             # Virtual time: every backoff has expired by the time the cluster changed.
             now += config.max_backoff + 1.0
+            clock.now = now
             scheduler.queue.cluster_changed(now)
             scheduler.enqueue_pending(now)
     else:

@@ -54,6 +54,9 @@ def node_from_raw(raw: RawNode | dict[str, Any]) -> Node:
         if taint is not None:
             taints.append(taint)
     unschedulable = reader.boolean(spec.get("unschedulable"), "spec.unschedulable")
+    created = reader.timestamp(
+        reader.metadata.get("creationTimestamp"), "metadata.creationTimestamp"
+    )
     reader.done()
     return Node(
         name=reader.name,
@@ -61,6 +64,7 @@ def node_from_raw(raw: RawNode | dict[str, Any]) -> Node:
         allocatable=allocatable,
         taints=tuple(taints),
         unschedulable=unschedulable,
+        created=created or 0.0,
     )
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gangsched.core.api.capacity_wait import read_capacity_wait
 from gangsched.core.api.dialects import POD_GROUP_API_GROUPS, api_group
 from gangsched.core.api.disruption import read_disruption_annotations
 from gangsched.core.api.errors import InvalidObject, show
@@ -85,6 +86,7 @@ def pod_group_from_raw(
         read_volcano(r, spec, group, priorities)
     else:
         _read_crd(r, spec, group, priorities, dialect=dialect, network=network_topology)
+    group.capacity_wait = read_capacity_wait(r, r.metadata)
     read_disruption_annotations(r, group)
     r.done()
     return group

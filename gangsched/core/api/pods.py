@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gangsched.core.api.capacity_wait import read_unschedulable_since
 from gangsched.core.api.dialects import (
     KOORDINATOR_GANG_NAME,
     LIGHTWEIGHT_GANG_NAME,
@@ -97,6 +98,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
     unsupported = _unsupported(r, spec)
     claims = _read_resource_claims(r, spec, status)
     owner_refs = _owner_refs(meta.get("ownerReferences"), r.namespace)
+    unschedulable_since = read_unschedulable_since(r, status)
     r.done()
     return Pod(
         namespace=r.namespace,
@@ -131,6 +133,7 @@ def pod_from_raw(raw: RawPod | dict[str, Any], *, priorities: PriorityResolver) 
         claims=claims,
         owner_refs=owner_refs,
         task=annotations.get(VOLCANO_TASK_ANNOTATION, ""),
+        unschedulable_since=unschedulable_since,
     )
 
 
