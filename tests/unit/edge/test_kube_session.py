@@ -93,3 +93,78 @@ async def test_responses_are_asked_for_uncompressed(tmp_path: Path) -> None:
         await kube.close()
         await runner.cleanup()
     assert seen == ["identity"]
+
+
+async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -> None:
+    """Requests go straight to the client's session (not through its generated `call_api`):
+    the bearer token, refreshed through the configuration's hook, the query string, the
+    content type and the JSON body still reach the server as the client sent them."""
+    from aiohttp import web
+
+    seen: list[tuple[str, str, str, str, object]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        body = await request.json() if request.can_read_body else None
+        seen.append(
+            (
+                request.method,
+                request.path_qs,
+                request.headers.get("Authorization", ""),
+                request.headers.get("Content-Type", ""),
+                body,
+            )
+        )
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", f"http://127.0.0.1:{port}"))
+    kube = await Kube.connect(str(path))
+    refreshed: list[bool] = []
+
+    def refresh(configuration: object) -> None:
+        refreshed.append(True)
+        kube.api.configuration.api_key["BearerToken"] = "Bearer rotated"
+
+    kube.api.configuration.refresh_api_key_hook = refresh
+    binding = {"kind": "Binding", "target": {"name": "n-1"}}
+    try:
+        assert await kube.post("/api/v1/namespaces/ns/pods/p/binding", binding) == {
+            "kind": "Status",
+            "status": "Success",
+        }
+        await kube.apply("/apis/g/v1/namespaces/ns/things/t", {"spec": {"a": 1}})
+        await kube.get("/api/v1/pods", labelSelector="a=b,c", limit=2)
+    finally:
+        await kube.close()
+        await runner.cleanup()
+    assert len(refreshed) == 3
+    assert seen == [
+        (
+            "POST",
+            "/api/v1/namespaces/ns/pods/p/binding",
+            "Bearer rotated",
+            "application/json",
+            binding,
+        ),
+        (
+            "PATCH",
+            "/apis/g/v1/namespaces/ns/things/t?fieldManager=gangsched&force=true",
+            "Bearer rotated",
+            "application/apply-patch+yaml",
+            {"spec": {"a": 1}},
+        ),
+        (
+            "GET",
+            "/api/v1/pods?labelSelector=a%3Db,c&limit=2",
+            "Bearer rotated",
+            "application/json",
+            None,
+        ),
+    ]
