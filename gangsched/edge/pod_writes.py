@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from gangsched.core.api.capacity_wait import UNSCHEDULABLE_REASON
 from gangsched.core.composite.model import composite_ref
 from gangsched.core.decisions import Decision, Event, Evict, Nominate, SetCondition
 from gangsched.core.model import Dialect
@@ -135,12 +136,27 @@ class PodWriter:
         """PATCH a PodScheduled condition and remember it. The status unchanged, the
         transition time stays (strategic merge keeps fields the patch leaves out), as
         kube-scheduler's UpdatePodCondition does."""
-        prior = self.written.get(cond.pod)
-        transition = prior is None or prior[0] != cond.status
+        transition = self._transition(cond)
         if not await self.patch_condition(cond, transition=transition):
             return False
         self._remember(cond.pod, (cond.status, cond.reason, cond.message))
         return True
+
+    def _transition(self, cond: SetCondition) -> bool:
+        """Whether the write sets a new lastTransitionTime: a new status, as upstream; and,
+        unlike upstream, a reason that becomes or stops being `Unschedulable`, so that the
+        time says since when the pod is Unschedulable (what an autoscaler reacts to, where a
+        wait for new capacity starts: core/preemption/capacity_wait.py), not since when it
+        was held waiting for its members or behind a gate. With nothing remembered (a
+        restart, a new leader), a pod already Unschedulable keeps its time."""
+        prior = self.written.get(cond.pod)
+        if prior is not None:
+            return prior[0] != cond.status or (
+                prior[1] != cond.reason and UNSCHEDULABLE_REASON in (prior[1], cond.reason)
+            )
+        pod = self.scheduler.cluster.pods.get(cond.pod)
+        already = pod is not None and pod.unschedulable_since is not None
+        return not (already and cond.status == "False" and cond.reason == UNSCHEDULABLE_REASON)
 
     def _remember(self, pod: str, signature: tuple[str, str, str]) -> None:
         self.written[pod] = signature
