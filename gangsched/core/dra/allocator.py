@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
-from gangsched.core.dra.cel import DeviceView, SelectorCache
-from gangsched.core.dra.inventory import DeviceEntry, Inventory, NodeDevices
+from gangsched.core.dra.cel import SelectorCache
+from gangsched.core.dra.inventory import DeviceEntry, DeviceKinds, Inventory, NodeDevices
 from gangsched.core.dra.model import (
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationMode,
@@ -33,6 +34,7 @@ from gangsched.core.dra.model import (
     ExactRequest,
     MatchAttribute,
 )
+from gangsched.core.dra.signature import NodeSignatures, free_shortfall, least_needed
 
 #: Device choices the search may try for one node before it gives up on that node.
 SEARCH_BUDGET = 50_000
@@ -107,7 +109,7 @@ class _Constraint:
 class _Search:
     claims: Sequence[ClaimToAllocate]
     entries: Sequence[DeviceEntry]
-    views: Sequence[DeviceView]
+    kinds: DeviceKinds
     node: NodeDevices
     is_free: Callable[[int], bool]
     classes: Mapping[str, DeviceClass]
@@ -237,13 +239,14 @@ class _Search:
             )
         found = []
         selectors = (device_class.selectors, alt.selectors)
-        passes, views = self.selectors.passes, self.views
+        passes, kinds = self.selectors.passes, self.kinds
         for position, index in enumerate(self.node.devices):
             entry = self.entries[index]
             device = entry.device
             if device.unsupported:
                 continue
-            selected = passes(selectors, device.fingerprint, views[device.fingerprint])
+            fingerprint = kinds.fingerprint(entry.driver, device)
+            selected = passes(selectors, fingerprint, kinds.views[fingerprint])
             if selected is None:
                 # A selector failed on this device: raises, naming the device.
                 selected = self._selected(
@@ -264,9 +267,10 @@ class _Search:
     def _selected(
         self, slot: _Slot, expressions: tuple[str, ...], entry: DeviceEntry, owner: str
     ) -> bool:
-        fingerprint = entry.device.fingerprint
+        fingerprint = self.kinds.fingerprint(entry.driver, entry.device)
+        view = self.kinds.views[fingerprint]
         for number, expression in enumerate(expressions):
-            verdict = self.selectors.matches(expression, fingerprint, self.views[fingerprint])
+            verdict = self.selectors.matches(expression, fingerprint, view)
             if isinstance(verdict, str):
                 raise AllocationError(
                     f"{owner}: selector #{number} on device "
@@ -422,6 +426,15 @@ def _attribute(
     return None if value is None else (type(value).__name__, value)
 
 
+@dataclass(slots=True, eq=False)
+class SharedSearches:
+    """Outcomes nodes share for one set of claim specs, one device inventory and one set of
+    device classes (see `allocate`)."""
+
+    outcomes: dict[object, Outcome] = field(default_factory=dict)
+    signatures: NodeSignatures | None = None
+
+
 def allocate(
     claims: Sequence[ClaimToAllocate],
     *,
@@ -431,49 +444,56 @@ def allocate(
     classes: Mapping[str, DeviceClass],
     selectors: SelectorCache,
     budget: int = SEARCH_BUDGET,
-    shared: dict[object, Outcome] | None = None,
+    shared: SharedSearches | None = None,
 ) -> Outcome:
     """Allocate `claims` together from `node`'s devices; raises AllocationError for claims
     that cannot be allocated on any node as written.
 
-    `shared` (kept by the caller for one set of claims and one device inventory) remembers
-    outcomes by the search's signature, so nodes whose devices are alike for these claims
-    (the usual GPU fleet) share one search: the picks are device positions, valid on each."""
-    alternatives = [a for c in claims for r in c.spec.requests for a in r.alternatives]
-    if not node.unusable_pools and not any(a.admin_access for a in alternatives):
-        # A node whose free devices are fewer than the claims need at the least (a taken
-        # node, every later gang member asks it again) fails without a search.
-        need = sum(
-            min(a.count if a.mode is AllocationMode.EXACT_COUNT else 1 for a in r.alternatives)
-            for c in claims
-            for r in c.spec.requests
-            if r.alternatives
-        )
-        free = sum(1 for index in node.devices if is_free(index))
-        if free < need:
-            names = ", ".join(c.key for c in claims)
-            return Outcome(
-                picks=None,
-                failed=f"claim {names}: {free} of {len(node.devices)} device(s) free, "
-                f"{need} needed",
+    `shared` (kept by the caller for one set of claim specs, one device inventory and one
+    set of classes) remembers outcomes by the search's signature, so nodes whose devices are
+    alike for these claims (the usual GPU fleet) share one search: the picks are device
+    positions, valid on each. The signature is read without building the search
+    (`signature.NodeSignatures`)."""
+    signatures = None
+    if shared is not None:
+        if shared.signatures is None:
+            specs = [c.spec for c in claims]
+            shared.signatures = NodeSignatures.of(
+                specs, classes=classes, selectors=selectors, inventory=inventory
             )
-    search = _Search(
+        signatures = shared.signatures
+    # A node whose free devices are fewer than the claims need at the least (a taken node,
+    # every later gang member asks it again) fails without a search.
+    need = least_needed([c.spec for c in claims]) if signatures is None else signatures.need
+    free = free_shortfall(need, node, is_free)
+    if free is not None:
+        names = ", ".join(c.key for c in claims)
+        failed = f"claim {names}: {free} of {len(node.devices)} device(s) free, {need} needed"
+        return Outcome(picks=None, failed=failed)
+    search = partial(
+        _Search,
         claims=claims,
         entries=inventory.entries,
-        views=inventory.kinds.views,
+        kinds=inventory.kinds,
         node=node,
         is_free=is_free,
         classes=classes,
         selectors=selectors,
         budget=budget,
     )
-    search.prepare()
-    signature = search.signature() if shared is not None else None
-    if shared is None or signature is None:
-        return search.solve()
+    if shared is None or signatures is None:
+        return _solve(search())
+    signature = signatures.signature(node, entries=inventory.entries, is_free=is_free)
+    if signature is None:
+        return _solve(search())
     # Claim keys too: a failure names the claim and request it could not get past.
     key = (tuple(c.key for c in claims), signature)
-    found = shared.get(key)
+    found = shared.outcomes.get(key)
     if found is None:
-        found = shared[key] = search.solve()
+        found = shared.outcomes[key] = _solve(search())
     return found
+
+
+def _solve(search: _Search) -> Outcome:
+    search.prepare()
+    return search.solve()

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
@@ -37,9 +37,11 @@ Selectors = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 # -- the device variable --------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class DeviceView:
-    """What a selector sees of a device: `device.driver`, `.attributes`, `.capacity`."""
+class DeviceView(NamedTuple):
+    """What a selector sees of a device: `device.driver`, `.attributes`, `.capacity`. A named
+    tuple rather than a frozen dataclass: the inventory makes one per kind of device, which
+    on a fleet whose GPUs each carry their own NVLink domain is one per device, and a frozen
+    dataclass costs several times as much to create."""
 
     driver: str
     attributes: Mapping[str, AttributeValue]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gangsched.core.dra.allocator import Outcome
+from gangsched.core.dra.allocator import Outcome, SharedSearches
 from gangsched.core.dra.model import ClaimSpec
 from gangsched.core.model import Node
 
@@ -46,7 +46,7 @@ class FeasibilityCache:
     _versions: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     _specs: dict[SpecKey, _Answers] = field(default_factory=dict)
     #: Allocator outcomes by search signature (see `allocator.allocate`), per claim specs.
-    _shared: dict[SpecKey, dict[object, Outcome]] = field(default_factory=dict)
+    _shared: dict[SpecKey, SharedSearches] = field(default_factory=dict)
 
     def align(self, nodes: Sequence[Node], generation: int) -> None:
         """Follow the snapshot's node list (a new list or changed labels start afresh)."""
@@ -77,14 +77,14 @@ class FeasibilityCache:
         self._specs.clear()
         self._shared.clear()
 
-    def shared(self, key: SpecKey) -> dict[object, Outcome]:
+    def shared(self, key: SpecKey) -> SharedSearches:
         """Outcomes nodes with alike devices share for these claim specs (valid until the
         devices or classes change: `reset`)."""
         found = self._shared.get(key)
-        if found is None or len(found) > 10_000:
+        if found is None or len(found.outcomes) > 10_000:
             if len(self._shared) > 1000:
                 self._shared.clear()
-            found = self._shared[key] = {}
+            found = self._shared[key] = SharedSearches()
         return found
 
     def feasible(

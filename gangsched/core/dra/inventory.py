@@ -6,7 +6,9 @@ device (and makes `allocationMode: All` fail, since "all" is unknown), as upstre
 `GatherPools`. A pool listing one device name twice is invalid and offers nothing.
 
 Devices get a global index (`DeviceEntry.index`) so the in-use set and the per-node device
-lists are plain integers, and a fingerprint (see `model.Device`) shared by identical devices.
+lists are plain integers, and a fingerprint (see `model.Device`) shared by identical devices,
+given when first asked for (`DeviceKinds.fingerprint`): on a fleet whose devices each carry
+their own NVLink domain, a filter mostly never needs one (see `signature.py`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class Pool:
     slices: list[ResourceSlice]
     complete: bool
     invalid: str = ""
+    #: A usable pool's devices by name: their inventory indices.
+    devices: dict[str, int] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -104,11 +108,11 @@ class DeviceKinds:
 class Inventory:
     pools: dict[tuple[str, str], Pool] = field(default_factory=dict)
     entries: list[DeviceEntry] = field(default_factory=list)
-    by_id: dict[DeviceId, int] = field(default_factory=dict)
     kinds: DeviceKinds = field(default_factory=DeviceKinds)
     _local: dict[str, list[int]] = field(default_factory=dict)
     _shared: list[tuple[Pool, list[int]]] = field(default_factory=list)
     _unusable_local: dict[str, list[str]] = field(default_factory=dict)
+    _names: tuple[frozenset[str], frozenset[str]] | None = None
 
     @classmethod
     def build(cls, slices: Iterable[ResourceSlice], kinds: DeviceKinds | None = None) -> Inventory:
@@ -136,27 +140,53 @@ class Inventory:
                 pool.invalid = unsupported
             usable = pool.complete and not pool.invalid
             indices: list[int] = []
-            for s in current:
+            entries = inventory.entries
+            start = len(entries)
+            for s in current if usable else ():
+                if s.node_name is None:
+                    target = indices
+                else:
+                    target = inventory._local.setdefault(s.node_name, [])
                 for device in s.devices:
-                    if not usable:
-                        continue
-                    entry = DeviceEntry(len(inventory.entries), s.driver, s.pool, device, s)
-                    device.fingerprint = inventory.kinds.fingerprint(s.driver, device)
-                    inventory.entries.append(entry)
-                    inventory.by_id[entry.device_id] = entry.index
-                    if s.node_name is not None:
-                        inventory._local.setdefault(s.node_name, []).append(entry.index)
-                    else:
-                        indices.append(entry.index)
+                    target.append(len(entries))
+                    entries.append(DeviceEntry(len(entries), s.driver, s.pool, device, s))
             if not usable:
                 for s in current:
                     if s.node_name is not None:
                         inventory._unusable_local.setdefault(s.node_name, []).append(pool.label)
                 if any(s.node_name is None for s in current):
                     inventory._shared.append((pool, []))
-            elif indices:
+                continue
+            pool.devices = dict(zip(names, range(start, len(entries)), strict=True))
+            if indices:
                 inventory._shared.append((pool, indices))
         return inventory
+
+    def index_of(self, device_id: DeviceId) -> int | None:
+        """The inventory index of a device of a usable pool."""
+        pool = self.pools.get((device_id[0], device_id[1]))
+        return None if pool is None else pool.devices.get(device_id[2])
+
+    @property
+    def by_id(self) -> dict[DeviceId, int]:
+        """Every usable device's index by its id (built on each call: for tests and tools;
+        the scheduler asks `index_of`)."""
+        return {
+            (pool.driver, pool.name, name): index
+            for pool in self.pools.values()
+            for name, index in pool.devices.items()
+        }
+
+    def names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Every attribute name and every capacity name a usable device has."""
+        if self._names is None:
+            attributes: set[str] = set()
+            capacity: set[str] = set()
+            for entry in self.entries:
+                attributes.update(entry.device.attributes)
+                capacity.update(entry.device.capacity)
+            self._names = (frozenset(attributes), frozenset(capacity))
+        return self._names
 
     def node_devices(self, node: Node) -> NodeDevices:
         """Devices usable on `node`: its own slices' and those of matching shared slices."""

@@ -17,7 +17,7 @@ devices is taken or freed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -201,7 +201,7 @@ class DraState:
         for result in allocation.results:
             if result.admin_access:
                 continue
-            index = self._inventory.by_id.get(result.device_id)
+            index = self._inventory.index_of(result.device_id)
             if index is None:
                 continue
             holders = self._holders.setdefault(index, set())
@@ -268,7 +268,8 @@ class DraState:
                         mask[index] = False
         if todo and mask.any():
             key = tuple(c.spec for c in todo)
-            mask = self.feasibility.feasible(key, mask, lambda i: self._run(todo, nodes[i]))
+            run = self._allocator(todo)
+            mask = self.feasibility.feasible(key, mask, lambda i: run(nodes[i]))
         return mask
 
     def verdict(
@@ -293,7 +294,7 @@ class DraState:
         if not todo:
             return Verdict(True)
         key = tuple(c.spec for c in todo)
-        answer = self.feasibility.answer(key, node, lambda i: self._run(todo, nodes[i]))
+        answer = self.feasibility.answer(key, node, lambda i: self._allocator(todo)(nodes[i]))
         if isinstance(answer, str):
             return Verdict(False, answer)
         if answer.ok:
@@ -301,25 +302,36 @@ class DraState:
         # Would the claims fit with every device of the node free? Then evicting their
         # holders can help (preemption); otherwise nothing on this node can.
         empty = self.feasibility.fits_empty(
-            key, node, lambda i: _fits(self._run(todo, nodes[i], all_free=True))
+            key, node, lambda i: _fits(self._allocator(todo, all_free=True)(nodes[i]))
         )
         return Verdict(False, answer.reason(), empty)
 
-    def _run(
-        self, claims: Sequence[ResourceClaim], node: Node, *, all_free: bool = False
-    ) -> Outcome | str:
-        try:
-            return allocate(
-                [ClaimToAllocate(c.key, c.spec) for c in claims],
-                inventory=self.inventory,
-                node=self.devices_of(node),
-                is_free=(lambda _: True) if all_free else self.is_free,
-                classes=self.classes,
-                selectors=self.selectors,
-                shared=self.feasibility.shared(tuple(c.spec for c in claims)),
-            )
-        except AllocationError as error:
-            return str(error)
+    def _allocator(
+        self, claims: Sequence[ResourceClaim], *, all_free: bool = False
+    ) -> Callable[[Node], Outcome | str]:
+        """Allocates `claims` on a given node: the outcome, or why they can go nowhere as
+        written. What does not depend on the node is prepared once (a filter asks a
+        thousand nodes)."""
+        to_allocate = [ClaimToAllocate(c.key, c.spec) for c in claims]
+        inventory = self.inventory
+        is_free = (lambda _: True) if all_free else self.is_free
+        shared = self.feasibility.shared(tuple(c.spec for c in claims))
+
+        def run(node: Node) -> Outcome | str:
+            try:
+                return allocate(
+                    to_allocate,
+                    inventory=inventory,
+                    node=self.devices_of(node),
+                    is_free=is_free,
+                    classes=self.classes,
+                    selectors=self.selectors,
+                    shared=shared,
+                )
+            except AllocationError as error:
+                return str(error)
+
+        return run
 
     # --------------------------------------------------------- the snapshot's extension
     def reserve(self, snap: Snapshot, pod: Pod, node: int) -> Sequence[Undo]:
@@ -361,11 +373,12 @@ class DraState:
         todo = [c for c in claims if self.allocation_of(c) is None]
         if todo:
             index = self.feasibility.index_of(node)
+            run = self._allocator(todo)
             outcome = (
-                self._run(todo, node)
+                run(node)
                 if index is None
                 else self.feasibility.answer(
-                    tuple(c.spec for c in todo), index, lambda _: self._run(todo, node)
+                    tuple(c.spec for c in todo), index, lambda _: run(node)
                 )
             )
             if isinstance(outcome, str) or outcome.picks is None:

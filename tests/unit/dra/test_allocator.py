@@ -6,7 +6,13 @@ from fractions import Fraction
 
 import pytest
 
-from gangsched.core.dra.allocator import AllocationError, ClaimToAllocate, Outcome, allocate
+from gangsched.core.dra.allocator import (
+    AllocationError,
+    ClaimToAllocate,
+    Outcome,
+    SharedSearches,
+    allocate,
+)
 from gangsched.core.dra.cel import SelectorCache
 from gangsched.core.dra.inventory import Inventory
 from gangsched.core.dra.model import (
@@ -277,7 +283,7 @@ def test_nodes_with_alike_devices_share_one_search() -> None:
     slices = [gpu_slice(f"n{i}", 8) for i in range(20)]
     inventory = Inventory.build(slices)
     claims = [ClaimToAllocate("default/c0", gpu_claim_spec(4, same_domain=True))]
-    shared: dict[object, Outcome] = {}
+    shared = SharedSearches()
     selectors = SelectorCache()
     busy = {inventory.by_id[(GPU_DRIVER, "n3", f"gpu-{i}")] for i in (0, 1)}
     outcomes = []
@@ -294,7 +300,7 @@ def test_nodes_with_alike_devices_share_one_search() -> None:
                 shared=shared,
             )
         )
-    assert len(shared) == 2  # every node alike but n3, whose devices 0 and 1 are in use
+    assert len(shared.outcomes) == 2  # every node alike but n3, whose devices 0 and 1 are in use
     assert all(o is outcomes[0] for i, o in enumerate(outcomes) if i != 3)
     picks = outcomes[3].picks
     assert picks is not None and [p.position for p in picks[0]] == [4, 5, 6, 7]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import AllocateClaim, Bind
-from gangsched.core.dra.allocator import ClaimToAllocate, Outcome, allocate
+from gangsched.core.dra.allocator import ClaimToAllocate, Outcome, SharedSearches, allocate
 from gangsched.core.dra.cel import SelectorCache
 from gangsched.core.dra.inventory import Inventory, NodeDevices
 from gangsched.core.dra.model import (
@@ -244,14 +244,14 @@ def test_nodes_sharing_searches_get_what_each_would_get_alone(
     inventory = Inventory.build(slices)
     specs = [make_spec(c) for c in claims]
     to_allocate = [ClaimToAllocate(f"ns/c{i}", s) for i, s in enumerate(specs)]
-    shared: dict[object, Outcome] = {}
+    shared = SharedSearches()
     selectors = SelectorCache()
     for i, (_, in_use) in enumerate(nodes):
         node_devices = inventory.node_devices(Node(name=f"n{i}"))
         busy = {node_devices.devices[p] for p in in_use if p < len(node_devices.devices)}
 
         def run(
-            share: dict[object, Outcome] | None,
+            share: SharedSearches | None,
             node_devices: NodeDevices = node_devices,
             busy: set[int] = busy,
         ) -> Outcome:
