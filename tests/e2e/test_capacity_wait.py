@@ -6,7 +6,9 @@ tests/e2e/test_autoscaling_grow.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 
 import pytest
 
@@ -54,6 +56,22 @@ async def notes(where: Env) -> list[str]:
     ]
 
 
+def new_capacity(metrics: str) -> tuple[float, float, float]:
+    """gangsched_gang_new_capacity_bound_seconds' count and sum, and
+    gangsched_gang_new_capacity_nodes' sum."""
+
+    def value(name: str) -> float:
+        found = re.search(rf"^{name} (\S+)$", metrics, re.MULTILINE)
+        return float(found.group(1)) if found else 0.0
+
+    seconds = "gangsched_gang_new_capacity_bound_seconds"
+    return (
+        value(f"{seconds}_count"),
+        value(f"{seconds}_sum"),
+        value("gangsched_gang_new_capacity_nodes_sum"),
+    )
+
+
 def victims(pods: dict[str, JSON], low: dict[str, str]) -> list[str]:
     return sorted(
         name
@@ -78,10 +96,16 @@ async def test_new_nodes_during_the_wait_bind_the_gang_and_nothing_is_preempted(
         assert not pods[name].get("status", {}).get("nominatedNodeName")
     assert victims(pods, low) == []
     assert any(WAITING in note for note in await notes(env))
+    before = new_capacity(env.sched.metrics())
+    await asyncio.sleep(1.1)  # creation times have whole seconds: the nodes come later
     added = await env.add_nodes(2, cpu="4")  # as an autoscaler would
     placed = await env.wait_bound(members)
     assert set(placed.values()) == set(added), placed
     assert victims(await env.pods(), low) == []
+    # Seen from outside: one more gang bound on new capacity, on two new nodes.
+    after = new_capacity(env.sched.metrics())
+    assert (after[0] - before[0], after[2] - before[2]) == (1, 2), (before, after)
+    assert after[1] - before[1] > 1.0, (before, after)
 
 
 async def test_with_no_new_capacity_the_gang_preempts_when_its_wait_is_over(env: Env) -> None:  # noqa: F811
