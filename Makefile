@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: prereqs venv demo simulate-demo test unit lint typecheck contracts check bench bench-check \
 	bench-compare clean \
-	image test-image helm-binary prometheus-binaries clients-binaries e2e-clients
+	image test-image helm-binary prometheus-binaries clients-binaries e2e-clients \
+	karpenter-binary e2e-autoscaling
 
 # The runtime dependencies at the locked versions and hashes (what the image ships), then
 # the package and its dev tools around them: a release of a dependency the day CI runs
@@ -68,7 +69,7 @@ fuzz: venv
 	|| { echo "make fuzz: failed; replay: make fuzz FUZZ_SEED=$$seed FUZZ_SCALE=$(FUZZ_SCALE)"; exit 1; }
 
 test: venv k8s-binaries prometheus-binaries check
-	$(PY) -m pytest -q -m 'not image and not clients'
+	$(PY) -m pytest -q -m 'not image and not clients and not autoscaling'
 
 # Prometheus and promtool for the observability e2e tests, built from their Go module
 # (hack/build-prometheus.sh, pinned with its hash in hack/prometheus/versions.env; about 5-10
@@ -87,6 +88,16 @@ clients-binaries:
 
 e2e-clients: venv k8s-binaries clients-binaries
 	$(PY) -m pytest -q -m clients tests/e2e
+
+# gangsched under Karpenter: its kwok provider (sigs.k8s.io/karpenter ./kwok, pinned in
+# hack/clients/versions.env, about 3 minutes to build the first time) adds and removes kwok nodes
+# on the local control plane (tests/e2e/test_autoscaling.py, docs/concepts/autoscaling.md).
+# Kept out of `make test`.
+karpenter-binary:
+	hack/build-clients.sh karpenter
+
+e2e-autoscaling: venv k8s-binaries karpenter-binary
+	$(PY) -m pytest -q -m autoscaling tests/e2e
 
 # The container image from the Dockerfile, built with buildah on a stand-in for the official
 # Python base (hack/image.sh: installs buildah and mmdebstrap from Debian if missing; cached
