@@ -54,6 +54,10 @@ _DIALECT_TAGS = {
 }
 
 
+#: matchLabels, sorted.
+Selector = tuple[tuple[str, str], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class GangHealthConfig:
     """Cluster-wide defaults; a PodGroup's annotations override both."""
@@ -70,7 +74,7 @@ class GangBudget:
     group: GroupRef
     name: str
     #: matchLabels selecting exactly the gang's members.
-    selector: tuple[tuple[str, str], ...]
+    selector: Selector
     min_available: int
     #: The PodGroup's UID for the ownerReference (empty: no object, e.g. an annotation gang).
     owner_uid: str
@@ -106,6 +110,8 @@ class GangHealth:
     short_since: dict[GroupRef, float] = field(default_factory=dict)
     #: Unprotectable gangs already told (one event each).
     _told: set[GroupRef] = field(default_factory=set)
+    #: Per gang: (members and budgets it was computed for, selector, why not).
+    _selectors: dict[GroupRef, tuple[object, Selector | None, str]] = field(default_factory=dict)
 
     def review(
         self, cluster: ClusterState, *, now: float, budgeted: frozenset[GroupRef] = frozenset()
@@ -118,24 +124,20 @@ class GangHealth:
         for ref in sorted(refs | self.running | set(self.short_since), key=_order):
             self._review_gang(cluster, ref, now, out)
         self._told &= set(out.unprotected)
+        for gone in set(self._selectors) - refs:
+            del self._selectors[gone]
         return out
 
     def _review_gang(
         self, cluster: ClusterState, ref: GroupRef, now: float, out: HealthReview
     ) -> None:
         group = cluster.pod_group(ref)
-        members = [
-            pod
-            for pod in cluster.group_members(ref)
-            if pod.scheduler_name == cluster.scheduler_name
-        ]
-        if group is None or group.min_member < 2 or not members or _completing(members):
+        members, healthy, completing = _census(cluster, ref)
+        if group is None or group.min_member < 2 or not members or completing:
             self._forget(ref)  # gone, not a gang, or finishing its work: nothing to guard
             return
-        healthy = [pod for pod in members if _holds_its_place(pod, cluster)]
-        if len(healthy) >= group.min_member:
-            if ref in self.short_since:
-                del self.short_since[ref]
+        if healthy >= group.min_member:
+            if self.short_since.pop(ref, None) is not None:
                 out.decisions.append(_group_event(ref, "Normal", GANG_RECOVERED, _whole(group)))
             self.running.add(ref)
             self._protect(cluster, group, members, out)
@@ -143,27 +145,31 @@ class GangHealth:
         if ref not in self.running:
             return  # never ran whole: the scheduler is still placing it
         grace = self._grace(group)
-        since = self.short_since.setdefault(ref, now)
-        if since == now:
+        if ref not in self.short_since:
+            self.short_since[ref] = now
             out.broken.append(ref)
-            note = _short_note(group, members, healthy, cluster, grace)
+            note = _short_note(group, members, cluster, grace)
             out.decisions.append(_group_event(ref, "Warning", GANG_BROKEN, note))
-        if now - since < grace:
+        waited = now - self.short_since[ref]
+        if waited < grace:
             self._protect(cluster, group, members, out)  # hold what is left while it waits
             return
-        self._release(group, members, healthy, now - since, out)
+        self._release(group, members, healthy, waited, out)
 
     def _protect(
         self, cluster: ClusterState, group: PodGroup, members: list[Pod], out: HealthReview
     ) -> None:
-        wanted = (
-            self.config.protect
-            if group.disruption_protection is None
-            else (group.disruption_protection)
-        )
-        if not wanted:
+        wanted = group.disruption_protection
+        if not (self.config.protect if wanted is None else wanted):
             return
-        selector, why = _selector(cluster, group, members)
+        # The selector changes only with the members and the user's budgets: computed once
+        # per change, not per review (the shared-labels fallback looks at every pod).
+        key = (tuple(cluster.members[group.ref]), id(cluster.budgets), len(cluster.budgets))
+        cached = self._selectors.get(group.ref)
+        if cached is None or cached[0] != key:
+            cached = (key, *_selector(cluster, group, members))
+            self._selectors[group.ref] = cached
+        _, selector, why = cached
         if selector is None:
             out.unprotected[group.ref] = why
             if group.ref not in self._told:
@@ -183,7 +189,7 @@ class GangHealth:
         self,
         group: PodGroup,
         members: list[Pod],
-        healthy: list[Pod],
+        healthy: int,
         waited: float,
         out: HealthReview,
     ) -> None:
@@ -191,7 +197,7 @@ class GangHealth:
         self._forget(ref)
         out.released.append(ref)
         message = (
-            f"gangsched: releasing stale gang {ref.key}: {len(healthy)} of minMember "
+            f"gangsched: releasing stale gang {ref.key}: {healthy} of minMember "
             f"{group.min_member} members held their place for {waited:.0f}s "
             f"(grace {self._grace(group):.0f}s); evicting the rest so the gang can be "
             "scheduled again whole"
@@ -237,56 +243,65 @@ def _order(ref: GroupRef) -> tuple[str, str, str]:
     return (ref.namespace, ref.name, ref.dialect.value)
 
 
-def _completing(members: list[Pod]) -> bool:
-    """A member that succeeded: the gang is finishing its work, not broken."""
-    return any(pod.phase == "Succeeded" for pod in members)
-
-
-def _holds_its_place(pod: Pod, cluster: ClusterState) -> bool:
-    """Bound to a node that still exists, not being deleted, not failed."""
-    return (
-        pod.node_name is not None
-        and pod.node_name in cluster.nodes
-        and not pod.terminating
-        and not pod.is_finished
-    )
+def _census(cluster: ClusterState, ref: GroupRef) -> tuple[list[Pod], int, bool]:
+    """The gang's members of ours, how many hold their place (bound to a node that still
+    exists, not terminating, not failed), and whether one succeeded (the gang is finishing its
+    work, not broken). One pass: this runs for every gang every second."""
+    ours, nodes = cluster.scheduler_name, cluster.nodes
+    members: list[Pod] = []
+    healthy = 0
+    for pod in cluster.group_members(ref):
+        if pod.scheduler_name != ours:
+            continue
+        if pod.phase == "Succeeded":
+            return members, healthy, True
+        members.append(pod)
+        if (
+            pod.node_name is not None
+            and not pod.terminating
+            and pod.phase != "Failed"
+            and pod.node_name in nodes
+        ):
+            healthy += 1
+    return members, healthy, False
 
 
 def _whole(group: PodGroup) -> str:
     return f"at least minMember {group.min_member} members bound again; release cancelled"
 
 
-def _short_note(
-    group: PodGroup, members: list[Pod], healthy: list[Pod], cluster: ClusterState, grace: float
-) -> str:
+def _short_note(group: PodGroup, members: list[Pod], cluster: ClusterState, grace: float) -> str:
     lost = []
+    held = 0
     for pod in sorted(members, key=lambda p: p.key):
-        if pod in healthy or pod.node_name is None:
+        if pod.node_name is None:
             continue
         if pod.node_name not in cluster.nodes:
             lost.append(f"{pod.key} (node {pod.node_name} gone)")
         elif pod.is_finished:
             lost.append(f"{pod.key} ({pod.phase})")
-        else:
+        elif pod.terminating:
             lost.append(f"{pod.key} (terminating)")
+        else:
+            held += 1
     when = "never released" if math.isinf(grace) else f"released whole in {grace:.0f}s"
     gone = f"; lost: {', '.join(lost)}" if lost else "; members deleted"
     return (
-        f"running gang dropped below minMember: {len(healthy)} of {group.min_member} "
+        f"running gang dropped below minMember: {held} of {group.min_member} "
         f"members hold their place{gone}; {when} unless replacements are bound"
     )
 
 
 def _selector(
     cluster: ClusterState, group: PodGroup, members: list[Pod]
-) -> tuple[tuple[tuple[str, str], ...] | None, str]:
+) -> tuple[Selector | None, str]:
     """matchLabels that select exactly the gang's members in its namespace: the group's
     membership label where the dialect has one, else the labels all members share when no
     other pod carries them. None (and why) when there is no such selector, or when a budget
     of the user's already selects a member: the Eviction API refuses a pod that two budgets
     select, so a second one would block evictions the user's budget allows."""
     ref = group.ref
-    selector: tuple[tuple[str, str], ...] | None = None
+    selector: Selector | None = None
     for label in _MEMBERSHIP_LABELS:
         if all(pod.labels.get(label) == ref.name for pod in members):
             selector = ((label, ref.name),)

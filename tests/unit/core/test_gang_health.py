@@ -252,3 +252,29 @@ def test_released_gangs_keep_no_member_and_opted_out_gangs_never_get_a_budget(
     released = any(TRAIN in r.released for r in reviews)
     # Released exactly when some but too few members are left and the grace ran out.
     assert released == (0 < 6 - len(lost) < 4 and waited >= grace)
+
+
+def test_the_selector_is_recomputed_when_the_members_change() -> None:
+    gang = group("vc", 2, dialect=Dialect.VOLCANO)
+    pods = [
+        pod(f"vc-{i}", group="vc", dialect=Dialect.VOLCANO, node_name="n0", labels={"job": "vc"})
+        for i in range(2)
+    ]
+    pods[0].labels["extra"] = "x"
+    state = cluster([node("n0")], pods, [gang])
+    health = GangHealth()
+    assert health.review(state, now=0.0).budgets[gang.ref].selector == (("job", "vc"),)
+    state.delete_pod("default/vc-1")  # replaced by a member with another label set
+    state.upsert_pod(
+        pod(
+            "vc-2",
+            group="vc",
+            dialect=Dialect.VOLCANO,
+            node_name="n0",
+            labels={"job": "vc", "extra": "x"},
+        )
+    )
+    assert health.review(state, now=1.0).budgets[gang.ref].selector == (
+        ("extra", "x"),
+        ("job", "vc"),
+    )
