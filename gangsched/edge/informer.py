@@ -90,6 +90,9 @@ class Informer:
     forbidden: str = ""
     #: A list of this resource already under way (taken over by the first list).
     first_list: ListPages | None = None
+    #: Set once what this resource's objects are read against has been listed (PodGroups
+    #: resolve their priorityClassName): the first list's pages wait for it, undecoded.
+    after: asyncio.Event | None = None
 
     async def run(self) -> None:
         backoff = self.initial_backoff
@@ -154,6 +157,8 @@ class Informer:
             source = ListPages(self.kube, self.path, page_size=self.page_size).start()
         decode: Decoder = LIST_DECODERS.get(self.path, _decode_json)
         try:
+            if self.after is not None:
+                await self.after.wait()
             while True:
                 raw = await source.next()
                 # Let the next page's request go out before this page's work begins.

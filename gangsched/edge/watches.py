@@ -23,9 +23,9 @@ from gangsched.core.model import Dialect
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
-from gangsched.edge.early_lists import EarlyLists
+from gangsched.edge.early_lists import EarlyLists, serving_version
 from gangsched.edge.informer import Informer
-from gangsched.edge.kube import Kube
+from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.metrics import Metrics
 from gangsched.edge.network_topology_cache import API_VERSION as NETWORK_TOPOLOGY_API
 from gangsched.edge.network_topology_cache import INFORMER as NETWORK_TOPOLOGY_INFORMER
@@ -89,9 +89,14 @@ class Watches:
         )
         for name, path, handler in STORAGE_INFORMERS:
             self._add(name, path, handler(self.volume_cache))
+        # The discovery below was asked for before the core was even imported, and the
+        # PodGroup lists it found started (gangsched.edge.early_lists): its answers are read
+        # from there, and a PodGroup informer takes its list over.
+        await self.early.discovered()
         await self._start_dra()
         if await self._discover_pod_groups():
             self.discovered.set()
+        self.early.drop_answers()
         self.tasks.append(asyncio.create_task(self._rediscover(), name="discovery"))
 
     def not_ready(self) -> str:
@@ -129,6 +134,7 @@ class Watches:
         api_version: str = "",
         kind: str = "",
         optional: bool = False,
+        after: asyncio.Event | None = None,
     ) -> None:
         informer = Informer(
             self.kube,
@@ -139,6 +145,7 @@ class Watches:
             kind=kind,
             optional=optional,
             first_list=self.early.take(path),
+            after=after,
             on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
             on_error=lambda resource, code: self.metrics.api_errors.labels(
                 f"list/watch {resource}", code
@@ -153,7 +160,7 @@ class Watches:
         (Kubernetes 1.34+): its four kinds are watched and pods' claims allocated. Elsewhere
         pods with resource claims stay unschedulable, never bound without their devices."""
         try:
-            await self.kube.get(RESOURCE_API)
+            await self._get(RESOURCE_API)
         except Exception as exc:  # not served (404) or unreachable: no DRA this run
             log.warning("resource.k8s.io/v1 not served; no DRA", error=str(exc) or repr(exc))
             return
@@ -165,7 +172,7 @@ class Watches:
         """Start a PodGroup informer for every dialect the API server serves (CRDs may be
         installed after we start; `_rediscover` picks them up). False if discovery failed."""
         try:
-            groups = await self.kube.get("/apis")
+            groups = await self._get("/apis")
         except Exception as exc:  # HTTP error or API server unreachable: retried later
             log.warning("API discovery failed", error=str(exc) or repr(exc))
             return False
@@ -173,14 +180,9 @@ class Watches:
             name = entry.get("name")
             if name not in POD_GROUP_GROUPS or f"podgroups.{name}" in self.informers:
                 continue
-            # The preferred version may not serve PodGroups (scheduling.k8s.io/v1 is
-            # PriorityClasses): take the first version, in the server's order, that does.
-            version = ""
-            for candidate in entry.get("versions") or []:
-                group_version = str(candidate.get("groupVersion", ""))
-                if group_version and await self._serves_pod_groups(group_version):
-                    version = group_version
-                    break
+            # Every version's document at once (each one round trip, or none when asked
+            # early), then the first version, in the server's order, serving PodGroups.
+            version = serving_version(entry, await self._documents(entry), "podgroups")
             if not version:
                 continue
             log.info("watching PodGroups", apiVersion=version)
@@ -191,6 +193,9 @@ class Watches:
                 api_version=version,
                 kind="PodGroup",
                 optional=True,
+                # A PodGroup's priorityClassName is resolved as it is read: its list, started
+                # early, may arrive before the PriorityClasses'.
+                after=self.informers["priorityclasses"].synced,
             )
             self.on_pod_groups(POD_GROUP_GROUPS[name], version)
         await self._discover_composites(groups)
@@ -250,10 +255,36 @@ class Watches:
 
     async def _serves_pod_groups(self, group_version: str, resource: str = "podgroups") -> bool:
         try:
-            resources = await self.kube.get(f"/apis/{group_version}")
+            resources = await self._get(f"/apis/{group_version}")
         except Exception:
             return False
         return any(r.get("name") == resource for r in resources.get("resources", []))
+
+    async def _documents(self, group: JSON) -> dict[str, JSON]:
+        """The discovery documents of an `/apis` group entry's versions, by group version
+        (those that could not be read left out)."""
+        versions = [str(v.get("groupVersion", "")) for v in group.get("versions") or []]
+        versions = [v for v in versions if v]
+        answers = await asyncio.gather(
+            *(self._get(f"/apis/{v}") for v in versions), return_exceptions=True
+        )
+        return {v: a for v, a in zip(versions, answers, strict=True) if isinstance(a, dict)}
+
+    async def _get(self, path: str) -> JSON:
+        """A discovery read: the answer `gangsched run` asked for early, at start, else our
+        own (and ours again if the early one got no answer: a connection failure)."""
+        early = self.early.answer(path)
+        if early is not None:
+            try:
+                return await asyncio.shield(early)
+            except KubeError:
+                raise  # the API server's answer
+            except asyncio.CancelledError:
+                if not early.cancelled():
+                    raise  # we are being stopped
+            except Exception:  # no answer (connection failed): asked again below
+                pass
+        return await self.kube.get(path)
 
     async def _rediscover(self) -> None:
         # Until discovery first succeeds (e.g. started while the API server restarts) retry

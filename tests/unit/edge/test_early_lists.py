@@ -6,8 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
-from gangsched.edge.early_lists import EARLY_PATHS, EarlyLists
+from gangsched.edge.dra_cache import RESOURCE_API
+from gangsched.edge.early_lists import (
+    DISCOVERY_GROUPS,
+    DRA_API,
+    EARLY_PATHS,
+    POD_GROUP_API_GROUPS,
+    EarlyLists,
+    serving_version,
+)
+from gangsched.edge.kube import KubeError
+from gangsched.edge.network_topology_cache import API_VERSION as NETWORK_TOPOLOGY_API
+from gangsched.edge.watches import POD_GROUP_GROUPS
 from tests.builders import kubeconfig_file
 
 
@@ -30,3 +42,78 @@ async def test_lists_are_handed_over_once_and_closed(tmp_path: Path) -> None:
     await early.close()
     assert early.kube is None and early.lists == {}
     await early.close()  # again: nothing left to do
+
+
+def test_the_early_discovery_asks_what_the_watches_read() -> None:
+    assert tuple(POD_GROUP_GROUPS) == POD_GROUP_API_GROUPS
+    assert DRA_API == RESOURCE_API
+    assert NETWORK_TOPOLOGY_API.partition("/")[0] in DISCOVERY_GROUPS
+
+
+def test_the_first_version_serving_the_resource_is_chosen() -> None:
+    group = {"versions": [{"groupVersion": "g/v1"}, {"groupVersion": "g/v1beta1"}]}
+    documents = {
+        "g/v1": {"resources": [{"name": "priorityclasses"}]},
+        "g/v1beta1": {"resources": [{"name": "podgroups"}]},
+    }
+    assert serving_version(group, documents, "podgroups") == "g/v1beta1"
+    assert serving_version(group, {"g/v1": documents["g/v1"]}, "podgroups") == ""
+
+
+async def test_discovery_and_the_pod_group_lists_go_out_early(tmp_path: Path) -> None:
+    """Before the core is imported: `/apis`, every version of the groups the watches read,
+    and the list of PodGroups at the first version serving them (not the preferred one)."""
+    served: list[str] = []
+    documents = {
+        "/apis": {
+            "groups": [
+                {
+                    "name": "scheduling.k8s.io",
+                    "versions": [
+                        {"groupVersion": "scheduling.k8s.io/v1"},
+                        {"groupVersion": "scheduling.k8s.io/v1beta1"},
+                    ],
+                },
+                {"name": "apps", "versions": [{"groupVersion": "apps/v1"}]},
+            ]
+        },
+        "/apis/scheduling.k8s.io/v1": {"resources": [{"name": "priorityclasses"}]},
+        "/apis/scheduling.k8s.io/v1beta1": {"resources": [{"name": "podgroups"}]},
+        "/apis/scheduling.k8s.io/v1beta1/podgroups": {"items": [], "metadata": {}},
+    }
+
+    async def answer(request: web.Request) -> web.Response:
+        served.append(request.path)
+        if request.path in documents:
+            return web.json_response(documents[request.path])
+        if request.path in EARLY_PATHS:
+            return web.json_response({"items": [], "metadata": {}})
+        return web.json_response({"reason": "NotFound"}, status=404)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", server=f"http://127.0.0.1:{port}")
+    early = await EarlyLists.start(str(kubeconfig))
+    try:
+        await early.discovered()
+        podgroups = early.take("/apis/scheduling.k8s.io/v1beta1/podgroups")
+        assert podgroups is not None
+        assert await podgroups.next() == b'{"items": [], "metadata": {}}'
+        versions = early.answer("/apis/scheduling.k8s.io/v1")
+        assert versions is not None and (await versions) == documents["/apis/scheduling.k8s.io/v1"]
+        dra = early.answer(DRA_API)
+        assert dra is not None
+        with pytest.raises(KubeError):
+            await dra
+        assert "/apis/apps/v1" not in served  # groups the watches never read are not asked
+        early.drop_answers()
+        assert early.answer("/apis") is None
+    finally:
+        await early.close()
+        await runner.cleanup()
+    assert early.kube is None and early.lists == {} and early.gets == {}

@@ -186,3 +186,27 @@ def test_the_continue_token_is_read_without_the_items() -> None:
     assert continue_token(orjson.dumps({**page, "items": [pod("a")]})) == "abc"
     assert continue_token(b'{"metadata": {"resourceVersion": "9"}, "items": []}') == ""
     assert continue_token(b'{"kind": "Status", "metadata": 3}') == ""
+
+
+async def test_a_list_waits_for_what_its_objects_are_read_against() -> None:
+    """PodGroups resolve their priorityClassName: their list (maybe started early) is read
+    only once the PriorityClasses are; its pages wait meanwhile, requested but unread."""
+    kube = FakeKube([{"metadata": {"resourceVersion": "7"}, "items": [pod("a")]}])
+    handler = Recorder()
+    classes_listed = asyncio.Event()
+    informer = Informer(
+        kube,  # type: ignore[arg-type]
+        "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups",
+        handler,
+        after=classes_listed,
+        first_list=ListPages(kube, "/apis/x/podgroups").start(),  # type: ignore[arg-type]
+    )
+    listing = asyncio.create_task(informer._list())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert kube.queries == [{"limit": 500}]  # the page was asked for ...
+    assert handler.replaced == [] and not informer.synced.is_set()  # ... and not read
+    classes_listed.set()
+    await listing
+    assert [o["metadata"]["name"] for o in handler.replaced] == ["a"]
+    assert informer.synced.is_set()
