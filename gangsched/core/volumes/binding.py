@@ -119,7 +119,9 @@ def _delayed_masks(
         # Provisioning was asked for on that node (by us, earlier): only there.
         selected = _one_node(snap, claim.selected_node)
         return [(BIND_CONFLICT, selected & topology), (NOT_ENOUGH_SPACE, ~topology | capacity)]
-    static = book.static_index(snap).claim_mask(book.taken, snap, claim, storage_class)
+    static = book.static_index(snap).claim_mask(
+        snap, claim, storage_class, book.assumed_volume.get(claim.key)
+    )
     return [(BIND_CONFLICT, static | topology), (NOT_ENOUGH_SPACE, static | ~topology | capacity)]
 
 
@@ -178,10 +180,7 @@ def _joint_mask(
         need: BoolVector = np.ones(size, dtype=np.bool_)
         for shape in index.fitting(claim, storage_class.name):
             if shape not in remaining:
-                count = index.counts[shape].copy()
-                taken = [v for v in book.taken if index.shape.get(v) == shape]
-                index.subtract(snap, count, taken)
-                remaining[shape] = count
+                remaining[shape] = index.free[shape].copy()
             take = need & (remaining[shape] > 0)
             remaining[shape] -= take
             need &= ~take

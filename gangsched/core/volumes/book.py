@@ -82,9 +82,16 @@ class VolumeBook:
     #: the cache; these keep the fact that it was there.
     seen_selected_node: dict[str, str] = field(default_factory=dict)
     seen_claim_ref: dict[str, str] = field(default_factory=dict)
-    #: Bumped on every PV change: the static index is rebuilt for the next cycle.
+    #: Bumped on every PV change.
     volume_version: int = 0
-    _static: tuple[tuple[int, int, int], StaticIndex] | None = None
+    #: The static index and the node set it was built for: (node generation, node count).
+    _static: tuple[tuple[int, int], StaticIndex] | None = None
+    #: PV changes since the index was last brought up to date: (old, new) pairs.
+    _changes: list[tuple[PersistentVolume | None, PersistentVolume | None]] = field(
+        default_factory=list
+    )
+    #: PVs given to a claim or given back since then (`taken` says which).
+    _given: set[str] = field(default_factory=set)
 
     # --------------------------------------------------------------------------- objects
     def upsert_claim(self, claim: PersistentVolumeClaim) -> None:
@@ -98,32 +105,53 @@ class VolumeBook:
         self.settle(key)
 
     def upsert_volume(self, volume: PersistentVolume) -> None:
+        old = self.volumes.get(volume.name)
         self.volumes[volume.name] = volume
         if volume.claim_ref is not None:
             self.seen_claim_ref[volume.name] = volume.claim_ref.key
-        self._volumes_changed()
+        self._volume_changed(old, volume)
         claim = self.taken.get(volume.name)
         if claim is not None and volume.claim_ref is not None:
             self.settle(claim)
 
     def delete_volume(self, name: str) -> None:
-        self.volumes.pop(name, None)
-        self._volumes_changed()
+        old = self.volumes.pop(name, None)
+        self._volume_changed(old, None)
 
     def replace_volumes(self, volumes: Iterable[PersistentVolume]) -> None:
         self.volumes = {volume.name: volume for volume in volumes}
-        self._volumes_changed()
-
-    def _volumes_changed(self) -> None:
-        self._static = None
         self.volume_version += 1
+        self._static = None
+        self._changes.clear()
+
+    def _volume_changed(self, old: PersistentVolume | None, new: PersistentVolume | None) -> None:
+        self.volume_version += 1
+        if self._static is not None and (old is not None or new is not None):
+            self._changes.append((old, new))
 
     def static_index(self, snap: Snapshot) -> StaticIndex:
-        """The index of available PVs for this snapshot's nodes (rebuilt on change)."""
-        key = (self.volume_version, snap.node_generation, len(snap))
-        if self._static is None or self._static[0] != key:
-            self._static = (key, StaticIndex.build(self.volumes.values(), snap))
-        return self._static[1]
+        """The index of available PVs for this snapshot's nodes: built for a node set, then
+        updated with each PV change (rebuilt when the nodes change, or when more PVs changed
+        than a rebuild costs)."""
+        key = (snap.node_generation, len(snap))
+        static = self._static
+        if static is None or static[0] != key or len(self._changes) > 64 + len(self.volumes) // 4:
+            self._static = static = (
+                key,
+                StaticIndex.build(self.volumes.values(), snap, self.taken),
+            )
+        else:
+            index = static[1]
+            for old, new in self._changes:
+                index.update(old, new, snap, self.taken)
+            for volume in self._given:
+                if volume in self.taken:
+                    index.hold(volume, snap)
+                else:
+                    index.release(volume, snap)
+        self._changes.clear()
+        self._given.clear()
+        return static[1]
 
     def storage_class(self, claim: PersistentVolumeClaim) -> StorageClass | None:
         """The claim's class; a claim naming none gets the default class, as the
@@ -268,13 +296,22 @@ class VolumeBook:
 
     def _assume_volume(self, undos: list[Undo], claim: str, volume: str) -> None:
         self.assumed_volume[claim] = volume
-        self.taken[volume] = claim
+        self._take(volume, claim)
 
         def undo() -> None:
             self.assumed_volume.pop(claim, None)
-            self.taken.pop(volume, None)
+            self._give_back(volume)
 
         undos.append(undo)
+
+    def _take(self, volume: str, claim: str) -> None:
+        self.taken[volume] = claim
+        if self._static is not None:
+            self._given.add(volume)
+
+    def _give_back(self, volume: str) -> None:
+        if self.taken.pop(volume, None) is not None and self._static is not None:
+            self._given.add(volume)
 
     def _assume_node(self, undos: list[Undo], claim: str, node: str) -> None:
         previous = self.assumed_node.get(claim)
@@ -335,7 +372,7 @@ class VolumeBook:
         """Give up the decision for a claim (its write-back failed or was undone)."""
         volume = self.assumed_volume.pop(claim_key, None)
         if volume is not None and self.taken.get(volume) == claim_key:
-            del self.taken[volume]
+            self._give_back(volume)
         self.assumed_node.pop(claim_key, None)
 
 
