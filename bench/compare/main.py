@@ -46,6 +46,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         keep=args.keep,
         profile_format=args.profile_format,
         attach=args.attach,
+        trace=args.trace,
     )
     loadgen = loadgen_binary()
     workloads = [w for w in args.workloads.split(",") if w]
@@ -219,6 +220,12 @@ def main() -> None:
         type=Path,
         metavar="DIR",
         help="(d) on a cluster kept by an earlier --keep run (same sizes) instead of a new one",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="DIR",
+        help="streamed runs: each pod's create, first-seen and bind times (and gangsched's log)",
     )
     parser.add_argument("--json", default=str(RESULTS / "compare.json"))
     parser.add_argument("--markdown", default=str(RESULTS / "compare.md"))

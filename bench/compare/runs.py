@@ -4,6 +4,8 @@ that shows what the API server allows at all)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,8 @@ class Options:
     profile_format: str = "raw"
     #: A kept (d) cluster (--keep) to run on again instead of creating 50,000 pods anew.
     attach: Path | None = None
+    #: Where each streamed run's per-pod times go (created, seen, bound), for a closer look.
+    trace: Path | None = None
 
 
 async def run_one(
@@ -215,6 +219,13 @@ async def run_one(
             log = launch.log if launch.kind == "gangsched" else None
             spans = stages(gang_names, created, watch.seen_at, watch.bound_at, log)
             result.update({f"stage_{k}": v for k, v in spans.items()})
+            if opts.trace is not None:
+                opts.trace.mkdir(parents=True, exist_ok=True)
+                times = {"created": created, "seen": watch.seen_at, "bound": watch.bound_at}
+                trace = opts.trace / f"{workload}-{scheduler}-{round_no}.json"
+                trace.write_text(json.dumps({**times, "gangs": gang_names}))
+                if log is not None:
+                    shutil.copy(log, trace.with_suffix(".log"))
         scheduler_requests, all_requests = after.since(before)
         result["api_requests"] = scheduler_requests
         result["api_requests_per_pod"] = round(scheduler_requests / max(bound, 1), 3)
