@@ -172,6 +172,11 @@ class Actuator:
         read); `regarding` overrides the reference built from the cache."""
         self._spawn(self.pods.event(event, regarding))
 
+    @property
+    def in_flight(self) -> int:
+        """Writes under way: binds, evictions, conditions, nominations, events."""
+        return len(self._tasks)
+
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,12 +1,13 @@
 """Hosts the operator: start-up and clean-up, the metrics and readiness server, and kopf
-(gangsched.edge.kopf_host: login, the liveness probe and the PodGroup events that drive status
-writing). The pod and node hot path stays on our own informers: kopf handles one object at a
-time, which is right for PodGroup status and wrong for scheduling.
+(gangsched.edge.kopf_host: login, the liveness probe, start-up and clean-up handlers). Every
+watch is our own informer, PodGroups' too: kopf handles one object at a time, at about 3 ms of
+CPU per event.
 
 The operator starts first; kopf is imported (in a worker thread) and started once the caches
-have synced: nothing kopf does is needed for the first bind, and its import, discovery and
-watches would compete with the informers' lists for the CPU (issue 30). A start that fails
-here is retried by kopf's startup handler, as every start was before.
+have synced and the binds that followed have settled: nothing kopf does is needed for them, and
+its import and discovery would compete with the informers' lists and the binds for the CPU
+(issue 30). A start that fails here is retried by kopf's startup handler, as every start was
+before.
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ from gangsched.edge.watches import MAX_WATCHES
 
 log = structlog.get_logger("gangsched.app")
 
-#: kopf starts once the caches have synced, or after this long if they have not (its liveness
-#: endpoint must come up all the same).
-KOPF_AFTER_S = 30.0
+#: kopf starts once the caches have synced and the binds that followed have settled, or after
+#: this long if they have not: its liveness endpoint must come up all the same (the shipped
+#: probe gives it 15 s, then three failures 10 s apart).
+KOPF_AFTER_S = 20.0
+#: How often the start-up looks whether the first binds have settled: no write in flight at
+#: two looks in a row.
+SETTLED_POLL_S = 0.25
 
 
 def default_identity() -> str:
@@ -162,19 +167,27 @@ def _fail(holder: dict[str, Any]) -> None:
     stop.set()
 
 
-async def _until_synced(holder: dict[str, Any], stop: asyncio.Event) -> None:
-    """Until the operator's caches have synced, it stops, or KOPF_AFTER_S have passed: kopf
-    and its PodGroup events wait, so their import and discovery do not slow the informers'
-    lists (at 300 pods, loading kopf alongside them delayed the sync by a quarter)."""
+async def _until_settled(holder: dict[str, Any], stop: asyncio.Event) -> None:
+    """Until the operator's caches have synced and the writes that followed have settled
+    (none in flight at two looks in a row), it stops, or KOPF_AFTER_S have passed: kopf
+    waits, so its import, discovery and watches do not slow the informers' lists (at 300
+    pods, loading kopf alongside them delayed the sync by a quarter) nor the first binds
+    (importing kopf holds the interpreter for most of a second of CPU, issue 30)."""
     operator: Operator | None = holder.get("operator")
     if operator is None:
         return  # not started: kopf's startup handler retries at once
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + KOPF_AFTER_S
     waits = [asyncio.ensure_future(operator.synced.wait()), asyncio.ensure_future(stop.wait())]
     try:
         await asyncio.wait(waits, timeout=KOPF_AFTER_S, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for wait in waits:
             wait.cancel()
+    idle_looks = 0
+    while idle_looks < 2 and not stop.is_set() and loop.time() < deadline:
+        await asyncio.sleep(SETTLED_POLL_S)
+        idle_looks = idle_looks + 1 if operator.actuator.in_flight == 0 else 0
 
 
 async def run(
@@ -210,7 +223,7 @@ async def run(
             await start()
         except Exception:
             log.exception("start-up failed; retried by kopf's startup handler")
-        await _until_synced(holder, stop)
+        await _until_settled(holder, stop)
         # In a worker thread: the watches and the first decisions go on meanwhile.
         await asyncio.to_thread(importlib.import_module, "gangsched.edge.kopf_host")
         from gangsched.edge import kopf_host

@@ -40,6 +40,7 @@ from gangsched.core.scheduler import Scheduler
 from gangsched.edge.handlers import Handler, PagedHandler, Relist, object_key
 from gangsched.edge.kube import JSON
 from gangsched.edge.network_topology_cache import NetworkTopologyCache
+from gangsched.edge.pod_fingerprint import PodFingerprint, pod_fingerprint, rebound
 from gangsched.edge.policy_cache import PolicyCache
 
 log = structlog.get_logger("gangsched.cache")
@@ -69,11 +70,12 @@ class ClusterCache:
     problem_refs: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Called when something happened that may let a waiting gang schedule.
     on_change: Callable[[], None] | None = None
-    #: Called with (ref, status) for PodGroups whose server-side status we track ourselves.
+    #: Called with (ref, status) on every PodGroup event: the status writer compares with the
+    #: server's copy (kopf's own PodGroup watches did it, at 3 ms of CPU per event, issue 30).
     on_group_status: Callable[[GroupRef, JSON], None] | None = None
     #: Whether the log already said that Volcano queues are ignored (said once per process).
     _volcano_queue_noted: bool = False
-    _fingerprints: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    _fingerprints: dict[str, PodFingerprint] = field(default_factory=dict)
     #: PriorityClasses, PDBs and Namespaces.
     policy: PolicyCache = field(init=False)
     #: Koordinator's ClusterNetworkTopology layers (and the PodGroups read against them).
@@ -148,12 +150,16 @@ class ClusterCache:
     def _upsert_pod(self, obj: JSON, *, notify: bool = True) -> None:
         key = object_key(obj)
         old_fingerprint = self._fingerprints.get(key)
-        fingerprint = _pod_fingerprint(obj)
+        fingerprint = pod_fingerprint(obj)
         if old_fingerprint == fingerprint and key in self.cluster.pods:
             return  # e.g. kwok/kubelet status churn: nothing the scheduler reads changed
         self._fingerprints[key] = fingerprint
         try:
-            pod = pod_from_raw(obj, priorities=self._resolver())
+            # The cached model matches the last update unless that one could not be read.
+            cached = None if f"Pod/{key}" in self.problems else self.cluster.pods.get(key)
+            pod = rebound(cached, old_fingerprint, fingerprint) or pod_from_raw(
+                obj, priorities=self._resolver()
+            )
         except InvalidObject as exc:
             self.report("Pod", key, exc, obj)
             stale = self.cluster.pods.get(key)
@@ -389,7 +395,7 @@ class ClusterCache:
         # and preempt again (bench/README.md, workload (c)).
         unchanged = self.cluster.groups.get(group.ref) == group
         self.cluster.upsert_group(group)
-        if self.on_group_status is not None and group.ref.dialect is Dialect.UPSTREAM:
+        if self.on_group_status is not None:
             self.on_group_status(group.ref, dict(obj.get("status") or {}))
         if notify and not unchanged:
             key = self.scheduler.unit_key(group.ref)
@@ -435,61 +441,3 @@ def _group_ref(obj: JSON) -> GroupRef | None:
     if dialect is None or dialect in (Dialect.LONE_POD, Dialect.KOORDINATOR):
         return None
     return GroupRef(dialect, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
-def _pod_fingerprint(obj: JSON) -> tuple[object, ...]:
-    """What a pod update must change for the scheduler to care. The spec is immutable but
-    for these fields (and in-place resize, caught by the generation), so status updates
-    from kubelets -- most pod events -- are skipped without converting the pod."""
-    meta, spec, status = (
-        _dict(obj.get("metadata")),
-        _dict(obj.get("spec")),
-        _dict(obj.get("status")),
-    )
-    return (
-        meta.get("uid"),
-        meta.get("generation"),
-        meta.get("deletionTimestamp") is not None,
-        repr(meta.get("labels")),
-        repr(meta.get("annotations")),
-        spec.get("nodeName"),
-        spec.get("schedulerName"),
-        # Removing a gate may come with a tightened nodeSelector/affinity (KEP-3838) and
-        # tolerations may be added to any pod; the generation catches these where the server
-        # tracks it (PodObservedGenerationTracking), the fields themselves everywhere.
-        repr(spec.get("schedulingGates")),
-        repr(spec.get("nodeSelector")),
-        repr(spec.get("affinity")),
-        repr(spec.get("tolerations")),
-        status.get("phase"),  # PodGroup status counts running members
-        status.get("nominatedNodeName"),
-        # The resourceclaim controller names a pod's generated claims here (DRA).
-        repr(status.get("resourceClaimStatuses")),
-        # In-place resize: what containers hold now counts until the resize is done.
-        repr(
-            [
-                (c.get("name"), c.get("allocatedResources"), c.get("resources"))
-                for c in (status.get("containerStatuses") or [])
-                + (status.get("initContainerStatuses") or [])
-                if isinstance(c, dict) and (c.get("allocatedResources") or c.get("resources"))
-            ]
-        ),
-        status.get("resize"),
-        any(
-            isinstance(c, dict)
-            and c.get("type") == "PodResizePending"
-            and c.get("reason") == "Infeasible"
-            for c in status.get("conditions") or []
-        ),
-        # When it became Unschedulable: where a wait for new capacity starts (capacity_wait).
-        next(
-            (
-                c.get("lastTransitionTime")
-                for c in status.get("conditions") or []
-                if isinstance(c, dict)
-                and c.get("type") == "PodScheduled"
-                and c.get("reason") == "Unschedulable"
-            ),
-            None,
-        ),
-    )

@@ -1,10 +1,13 @@
-"""The kopf side of `gangsched run`: login, the liveness probe, and the PodGroup events that
-drive status writing (gangsched.edge.app starts the operator itself, before this module and
-kopf are even imported: kopf is not needed for the first bind, and importing it takes most of
-a second of CPU).
+"""The kopf side of `gangsched run`: login, the liveness probe, start-up and clean-up
+(gangsched.edge.app starts the operator itself, before this module and kopf are even
+imported: kopf is not needed for the first bind, and importing it takes most of a second of
+CPU).
 
-kopf runs standalone (no KopfPeering objects: leader election is ours, on a Lease) and with
-event-watching handlers only, so it puts no finalizers or annotations on users' PodGroups.
+kopf runs standalone (no KopfPeering objects: leader election is ours, on a Lease) and
+watches nothing: the PodGroup status writer reads the server's copies from our own PodGroup
+informers (gangsched.edge.cache), which see every event anyway. kopf's own watches of the
+PodGroup CRDs duplicated them at about 3 ms of CPU per event, 5% of a precreated run's
+samples, while the binds went out (py-spy, issue 30).
 """
 
 from __future__ import annotations
@@ -17,9 +20,7 @@ from typing import Any
 import kopf
 from kopf._core.engines.peering import Identity as PeeringIdentity  # not re-exported
 
-from gangsched.core.model import Dialect, GroupRef
 from gangsched.edge.operator import Operator
-from gangsched.edge.watches import POD_GROUP_GROUPS
 
 #: Where the kubelet projects a pod's ServiceAccount token, CA and namespace.
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -90,25 +91,7 @@ def build_registry(
         operator: Operator | None = holder.get("operator")
         return operator is not None and operator.synced.is_set()
 
-    # kopf resolves resources through each group's preferred version, which for the built-in
-    # scheduling.k8s.io is v1 (PriorityClasses): upstream PodGroups reach the status writer
-    # from our own informer instead (see Operator).
-    for group, dialect in POD_GROUP_GROUPS.items():
-        if dialect is not Dialect.UPSTREAM:
-            _register_podgroup_events(registry, group, dialect, holder)
     return registry
-
-
-def _register_podgroup_events(
-    registry: kopf.OperatorRegistry, group: str, dialect: Dialect, holder: dict[str, Any]
-) -> None:
-    @kopf.on.event(f"podgroups.{group}", registry=registry)
-    def podgroup_event(body: kopf.Body, type: str | None, **_: Any) -> None:
-        operator: Operator | None = holder.get("operator")
-        if operator is None or type == "DELETED":
-            return
-        ref = GroupRef(dialect, str(body.metadata.namespace), str(body.metadata.name))
-        operator.status.observed(ref, dict(body.get("status") or {}))
 
 
 async def operate(

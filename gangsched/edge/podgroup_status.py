@@ -8,8 +8,8 @@ group was first tried, whether it timed out, what the server holds) and writes: 
 gangsched's own field manager names only our fields, so a condition another controller wrote
 in between survives (a merge patch of the whole `conditions` list would erase it).
 
-kopf delivers the CRD PodGroups and our informer the upstream ones (see app.py and cache.py),
-so we compare against what the API server holds, not only against what we wrote last.
+Our PodGroup informers deliver the server's copy of every dialect's (gangsched.edge.cache), so
+we compare against what the API server holds, not only against what we wrote last.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class PodGroupStatusWriter:
         self.versions[dialect] = version
 
     def observed(self, ref: GroupRef, status: JSON | None) -> None:
-        """The server's copy changed (kopf for CRDs, our informer for scheduling.k8s.io)."""
+        """The server's copy changed (our PodGroup informers, every dialect)."""
         self.current[ref] = dict(status or {})
         started = (status or {}).get("scheduleStartTime")
         if started and ref not in self.first_attempt:

@@ -30,9 +30,10 @@ from gangsched.core.api import (
 from gangsched.core.decisions import Bind, Event
 from gangsched.core.model import Dialect
 from gangsched.core.preemption import build_preemptor
-from gangsched.edge.cache import ClusterCache, _pod_fingerprint
+from gangsched.edge.cache import ClusterCache
 from gangsched.edge.handlers import object_key
 from gangsched.edge.operator import Operator
+from gangsched.edge.pod_fingerprint import pod_fingerprint
 
 JSON = dict[str, Any]
 API = {
@@ -231,7 +232,7 @@ def deliver(cache: ClusterCache, steps: list[tuple[str, JSON]]) -> dict[tuple[st
         unchanged = (
             obj["kind"] == "Pod"
             and key[1] in cache.cluster.pods
-            and cache._fingerprints.get(key[1]) == _pod_fingerprint(obj)
+            and cache._fingerprints.get(key[1]) == pod_fingerprint(obj)
         )
         if unchanged:
             return  # an update of fields the API server never changes: the cache skips it

@@ -19,7 +19,7 @@ import yaml
 from gangsched.core.api import InvalidObject, PriorityResolver, node_from_raw
 from gangsched.core.api import pod_from_raw as convert_pod
 from gangsched.core.model import PriorityClass
-from gangsched.edge.cache import _pod_fingerprint
+from gangsched.edge.pod_fingerprint import pod_fingerprint
 from gangsched.edge.wire import LIST_DECODERS, decode_node, decode_pod
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -205,7 +205,7 @@ def test_every_field_the_scheduler_reads_survives_typed_decoding() -> None:
     typed = decode_pod(raw)
     full = orjson.loads(raw)
     assert model(pod_from_raw, typed) == model(pod_from_raw, full)
-    assert _pod_fingerprint(typed) == _pod_fingerprint(full)
+    assert pod_fingerprint(typed) == pod_fingerprint(full)
     pod = pod_from_raw(typed)
     # The pod really is read (not two identical refusals): its parts are there.
     assert pod.claims and pod.volume_claims and pod.spread and pod.host_ports and pod.terminating

@@ -1,0 +1,57 @@
+"""kopf starts once the caches have synced and the first binds have settled (no write in
+flight at two looks in a row), or after KOPF_AFTER_S whatever happens (issue 30)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import pytest
+
+from gangsched.edge import app
+
+
+@dataclass
+class FakeActuator:
+    in_flight: int = 0
+
+
+@dataclass
+class FakeOperator:
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    actuator: FakeActuator = field(default_factory=FakeActuator)
+
+
+async def test_kopf_waits_for_the_sync_then_for_the_binds_to_settle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(app, "SETTLED_POLL_S", 0.01)
+    operator = FakeOperator(actuator=FakeActuator(in_flight=3))
+    waiting = asyncio.create_task(app._until_settled({"operator": operator}, asyncio.Event()))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # not synced
+    operator.synced.set()
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # binds in flight
+    operator.actuator.in_flight = 0
+    await asyncio.wait_for(waiting, timeout=5)
+
+
+async def test_kopf_starts_after_the_deadline_whatever_happens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(app, "SETTLED_POLL_S", 0.01)
+    monkeypatch.setattr(app, "KOPF_AFTER_S", 0.2)
+    never_synced = FakeOperator(actuator=FakeActuator(in_flight=1))
+    await asyncio.wait_for(app._until_settled({"operator": never_synced}, asyncio.Event()), 5)
+    busy = FakeOperator(actuator=FakeActuator(in_flight=1))
+    busy.synced.set()
+    await asyncio.wait_for(app._until_settled({"operator": busy}, asyncio.Event()), 5)
+
+
+async def test_a_stop_or_no_operator_does_not_wait() -> None:
+    stop = asyncio.Event()
+    stop.set()
+    busy = FakeOperator(actuator=FakeActuator(in_flight=1))
+    await asyncio.wait_for(app._until_settled({"operator": busy}, stop), 5)
+    await asyncio.wait_for(app._until_settled({}, asyncio.Event()), 5)

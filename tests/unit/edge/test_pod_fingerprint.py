@@ -1,0 +1,93 @@
+"""A bound pod whose update changed only its node, phase or nomination is its cached model
+with those replaced (`rebound`): exactly what converting it again gives. Anything else is
+converted again."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import pytest
+
+from gangsched.core.api import PriorityResolver, pod_from_raw
+from gangsched.core.model import Pod
+from gangsched.edge.pod_fingerprint import pod_fingerprint, rebound
+from tests.builders import raw_pod
+
+RESOLVER = PriorityResolver(())
+
+
+def fields(pod: Pod) -> dict[str, Any]:
+    return {f.name: getattr(pod, f.name) for f in dataclasses.fields(Pod)}
+
+
+def pending() -> dict[str, Any]:
+    return raw_pod(
+        "p",
+        cpu=2,
+        memory="1Gi",
+        group="g",
+        labels={"app": "x"},
+        uid="u-1",
+        metadata={"creationTimestamp": "2026-01-01T00:00:00Z"},
+        status={"nominatedNodeName": "n-0"},
+        tolerations=[{"key": "k", "operator": "Exists"}],
+    )
+
+
+def changed(raw: dict[str, Any], *, node: str | None, phase: str | None) -> dict[str, Any]:
+    out = copy.deepcopy(raw)
+    if node is not None:
+        out["spec"]["nodeName"] = node
+    if phase is not None:
+        out.setdefault("status", {})["phase"] = phase
+    return out
+
+
+@pytest.mark.parametrize(
+    ("node", "phase", "nominated"),
+    [("n-1", None, "n-0"), ("n-1", "Running", "n-0"), ("n-1", "Succeeded", None)],
+)
+def test_a_bind_or_start_is_what_a_new_conversion_gives(
+    node: str, phase: str | None, nominated: str | None
+) -> None:
+    before = pending()
+    cached = pod_from_raw(before, priorities=RESOLVER)
+    after = changed(before, node=node, phase=phase)
+    if nominated is None:
+        after["status"].pop("nominatedNodeName")
+    got = rebound(cached, pod_fingerprint(before), pod_fingerprint(after))
+    assert got is not None and got is not cached
+    assert fields(got) == fields(pod_from_raw(after, priorities=RESOLVER))
+    assert cached.node_name is None  # the cached model is left as it was
+
+
+def test_a_pod_started_after_its_bind_came_back() -> None:
+    bound = changed(pending(), node="n-1", phase=None)
+    cached = pod_from_raw(bound, priorities=RESOLVER)
+    running = changed(bound, node=None, phase="Running")
+    got = rebound(cached, pod_fingerprint(bound), pod_fingerprint(running))
+    assert got is not None
+    assert fields(got) == fields(pod_from_raw(running, priorities=RESOLVER))
+
+
+def test_anything_else_changed_is_converted_again() -> None:
+    before = pending()
+    cached = pod_from_raw(before, priorities=RESOLVER)
+    relabelled = changed(before, node="n-1", phase=None)
+    relabelled["metadata"]["labels"]["app"] = "y"
+    deleting = changed(before, node="n-1", phase=None)
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    unbound = changed(before, node=None, phase="Failed")
+    bad_phase = changed(before, node="n-1", phase="Sleeping")
+    for after in (relabelled, deleting, unbound, bad_phase):
+        assert rebound(cached, pod_fingerprint(before), pod_fingerprint(after)) is None
+    bound = changed(before, node="n-1", phase=None)
+    assert rebound(None, pod_fingerprint(before), pod_fingerprint(bound)) is None
+    assert rebound(cached, None, pod_fingerprint(bound)) is None
+    gated = copy.deepcopy(before)
+    gated["spec"]["schedulingGates"] = [{"name": "wait"}]
+    gated_pod = pod_from_raw(gated, priorities=RESOLVER)
+    assert gated_pod.scheduling_gates
+    assert rebound(gated_pod, pod_fingerprint(gated), pod_fingerprint(gated)) is None
