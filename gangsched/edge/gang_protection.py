@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +102,8 @@ class GangProtection:
     may_write: Callable[[], bool] = lambda: True
     #: Seconds between reviews.
     interval: float = 1.0
+    #: Seconds one budget write may take before the review goes on without it.
+    write_timeout: float = 10.0
     health: GangHealth = field(init=False)
     #: Evictions in flight (kept referenced until done).
     _evictions: set[asyncio.Task[None]] = field(default_factory=set)
@@ -110,6 +112,7 @@ class GangProtection:
         self.health = GangHealth(self.config)
 
     async def run(self) -> None:
+        log.info("reviewing running gangs", every_seconds=self.interval)
         while True:
             if self.may_write():
                 try:
@@ -138,14 +141,25 @@ class GangProtection:
         self._carry_out(review.decisions)
         for ref, budget in review.budgets.items():
             if ref not in held:
-                await self._create(budget)
+                await self._bounded(self._create(budget), "create_budget", ref)
             elif _spec_differs(held[ref], budget):
-                await self._update(held[ref], budget)
+                await self._bounded(self._update(held[ref], budget), "update_budget", ref)
         for ref, raw in held.items():
             if ref not in review.budgets:
-                await self._delete(raw)
+                await self._bounded(self._delete(raw), "delete_budget", ref)
         self.metrics.protected_gangs.set(len(review.budgets))
         return review
+
+    async def _bounded(
+        self, write: Coroutine[Any, Any, None], operation: str, ref: GroupRef
+    ) -> None:
+        """One budget write, given up after `write_timeout`: a request the API server never
+        answers must not hold every later review (the next review retries the write)."""
+        try:
+            await asyncio.wait_for(write, timeout=self.write_timeout)
+        except TimeoutError:
+            self.metrics.api_errors.labels(operation, "timeout").inc()
+            log.warning("gang budget write timed out", group=ref.key, operation=operation)
 
     def _carry_out(self, decisions: list[Decision]) -> None:
         """Released members as preemption victims are (condition, eviction, event, through

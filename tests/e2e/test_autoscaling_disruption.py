@@ -165,3 +165,77 @@ async def test_consolidation_breaks_a_gang_that_opted_out(
             break
         await asyncio.sleep(0.5)
     assert await told(), "no GangBroken event on the broken gang"
+
+
+# --------------------------------------------------------------- a gang whose instance dies
+async def test_a_gang_whose_node_dies_is_released_and_bound_whole_on_a_new_node(
+    autoscaling_env: AutoscalingEnv,  # noqa: F811
+) -> None:
+    """Four 4-CPU members on Karpenter's 16-CPU nodes (two nodes); one node's instance dies
+    (the Node deleted without a drain). After its 5 s grace the gang is released; its members,
+    recreated as an owner would, need a new node, which Karpenter adds, and bind whole there."""
+    env = autoscaling_env
+    await env.with_pool(consolidate_after="300s")
+    group = env.pod_group("job", 4)
+    group["metadata"]["annotations"] = {GRACE: "5"}
+    await env.kube.create(f"/apis/{SIGS}/namespaces/{env.ns}/podgroups", group)
+    names = [f"job-{i}" for i in range(4)]
+    for name in names:
+        await env.create_pod(env.pod(name, cpu="4", group="job"))
+    placed = await env.wait_bound(names, timeout=180)
+    budget = f"/apis/policy/v1/namespaces/{env.ns}/poddisruptionbudgets/gang-sigs-job"
+    await env.kube.wait_for_object(budget, lambda b: True, timeout=30, what="gang budget")
+    loop = asyncio.get_running_loop()
+    dead = placed["job-0"]
+    path = f"/api/v1/nodes/{dead}"
+    await env.kube.patch(path, {"metadata": {"finalizers": None}})
+    await env.kube.delete(path)
+    died = loop.time()
+    on_dead = [n for n, node in placed.items() if node == dead]
+    survivors = [n for n in names if n not in on_dead]
+
+    async def released() -> bool:
+        pods = await env.pods()
+        return all(
+            n not in pods
+            or (condition(pods[n], "DisruptionTarget") or {}).get("reason") == "StaleGangReleased"
+            for n in survivors
+        )
+
+    for _ in range(120):
+        if await released():
+            break
+        await asyncio.sleep(0.5)
+    if not await released():
+        pods = await env.pods()
+        states = {n: (member_state(pods, n), pods[n]["spec"].get("nodeName")) for n in pods}
+        node = await env.kube.get_or_none(path)
+        raise AssertionError(
+            f"not released: {states}; node {dead}: {node and node['metadata']}\n"
+            + env.sched.log_tail(40)
+        )
+    released_after = loop.time() - died
+    for name in names:  # the pod GC's part for the dead node's pods, then the owner's
+        await env.kube.delete(f"/api/v1/namespaces/{env.ns}/pods/{name}", grace_period_seconds=0)
+    for name in names:
+        await env.kube.wait_gone(f"/api/v1/namespaces/{env.ns}/pods/{name}", timeout=60)
+    claims_before = len(await env.claims())
+    recreated = loop.time()
+    for name in names:
+        await env.create_pod(env.pod(name, cpu="4", group="job"))
+    again = await env.wait_bound(names, timeout=180)
+    result = {
+        "case": "node_lost",
+        "grace_seconds": 5,
+        "members": 4,
+        "members_on_dead_node": len(on_dead),
+        "seconds_node_deleted_to_released": round(released_after, 1),
+        "seconds_recreated_to_bound_whole": round(loop.time() - recreated, 1),
+        "nodeclaims_before_recreate": claims_before,
+        "nodeclaims_after": len(await env.claims()),
+        "nodes_used_again": len(set(again.values())),
+    }
+    record(result)
+    assert dead not in again.values()
+    assert released_after >= 5, result
+    assert metric_value(env.sched.metrics(), "gangsched_stale_gangs_released_total") >= 1

@@ -180,3 +180,20 @@ async def test_budget_created_once_then_deleted_and_members_evicted_on_release()
         and len(conditions) == 2
     )
     assert guard.metrics.stale_gangs_released._value.get() == 1
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_a_budget_write_that_never_answers_does_not_hold_the_reviews() -> None:
+    kube, _, guard = protection(grace=10)
+    answered = asyncio.Event()
+
+    async def hang(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        await answered.wait()  # never set: the API server does not answer
+        return body
+
+    kube.post = hang  # type: ignore[method-assign]
+    guard.write_timeout = 0.05
+    await asyncio.wait_for(guard.review(0.0), timeout=5)
+    await asyncio.wait_for(guard.review(1.0), timeout=5)
+    errors = guard.metrics.api_errors.labels("create_budget", "timeout")._value.get()
+    assert errors == 2
