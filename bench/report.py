@@ -768,6 +768,10 @@ OTHER: dict[str, str] = {
         "warm failover at 5,000 / 50,000 with the follower polling the Lease (before it "
         "watched it), loaded machine"
     ),
+    "autoscaling.json": (
+        "(k) a 16-pod gang under Karpenter's kwok provider, gangsched and kube-scheduler in turn "
+        "(python -m bench.autoscaling; summarised in docs/benchmarks.md)"
+    ),
 }
 
 
