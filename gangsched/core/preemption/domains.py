@@ -43,10 +43,10 @@ from gangsched.core.preemption.cost import (
     victim_cost,
 )
 from gangsched.core.preemption.domain_bounds import Bound, disruption_bounds
+from gangsched.core.preemption.domain_table import DomainTables
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.pdb import BudgetIndex
-from gangsched.core.preemption.victims import VictimTable
-from gangsched.core.snapshot import BoolVector, Snapshot
+from gangsched.core.snapshot import Snapshot
 from gangsched.core.status import Code
 from gangsched.core.topology.bounds import domains_with_room
 from gangsched.core.topology.domain_filter import confined
@@ -116,6 +116,7 @@ def preempt_across_domains(
     ordered = _order(
         gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key, bounds=bounds
     )
+    tables = DomainTables.of(base.table)
     tried: list[DomainCandidate] = []
     cheapest: tuple[int, int] | None = None  # (highest victim priority, disrupted) so far
 
@@ -139,7 +140,7 @@ def preempt_across_domains(
             # the nominated domain comes first and upstream's past the budget last, both
             # out of the bound's order.)
             continue
-        table = _domain_table(base.table, domain.mask)
+        table = tables.of_domain(domain.mask)
         if not table.units:
             tried.append(DomainCandidate(domain, CannotHelp("no lower-priority victims")))
             continue
@@ -351,25 +352,6 @@ def _upstream_choice(
     mine = {id(pod) for pod in cls.pending}
     placed = {node for pod, node in result.placements if id(pod) in mine}
     return next((d for d in domains if placed and all(d.mask[n] for n in placed)), None)
-
-
-def _domain_table(table: VictimTable, mask: BoolVector) -> VictimTable:
-    """The victims holding capacity in the domain (an All-mode group whole), re-indexed."""
-    # One array lookup per victim pod rather than a Python test per unit and node.
-    hits: list[bool] = (
-        np.asarray(mask)[np.asarray(table.nodes, dtype=np.intp)].tolist() if table.nodes else []
-    )
-    present = {id(owner) for owner, hit in zip(table.owners, hits, strict=True) if hit}
-    chosen = [u for u in table.units if id(u) in present]
-    copies = {id(u): replace(u, index=i) for i, u in enumerate(chosen)}
-    owners, nodes, requests = [], [], []
-    for owner, node, request in zip(table.owners, table.nodes, table.requests, strict=True):
-        copy = copies.get(id(owner))
-        if copy is not None:
-            owners.append(copy)
-            nodes.append(node)
-            requests.append(request)
-    return VictimTable(list(copies.values()), owners, nodes, requests)
 
 
 # ------------------------------------------------------------------------ exact search

@@ -172,6 +172,8 @@ def kept_after_removing(
     found with them removed); if every member needed is placed, give back what it can spare in
     `order` and return the victims that stay. None if the gang is not placed. The snapshot is
     left as it was."""
+    probes = problem.memo.setdefault("probes", {})
+    assert isinstance(probes, dict)
     mark = problem.mark()
     try:
         problem.remove(units)
@@ -180,15 +182,51 @@ def kept_after_removing(
             for pod, node in placement:
                 problem.snap.assume(pod, node)
         else:
-            if not problem.may_fit():
+            if not problem.may_fit() or not room_per_node(problem):
                 return None
-            result = problem.place(probe=True)
-            if result.code is not Code.SUCCESS or len(result.placements) < problem.target:
-                return None
-            placement = list(result.placements)
+            # The candidates probe overlapping prefixes (every victim, one gang's members
+            # and the cheap pods...): from the problem's own state, one set always gets the
+            # same placement.
+            key = frozenset(unit.index for unit in units)
+            if key in probes:
+                found = probes[key]
+                if found is None or len(found) < problem.target:
+                    return None
+                for pod, node in found:
+                    problem.snap.assume(pod, node)
+            else:
+                result = problem.place(probe=True)  # its placements stay assumed
+                found = probes[key] = (
+                    list(result.placements) if result.code is Code.SUCCESS else None
+                )
+                if found is None or len(found) < problem.target:
+                    return None
+            placement = found
         return problem.reprieve(units, placement, order)
     finally:
         problem.rollback(mark)
+
+
+def room_per_node(problem: Problem) -> bool:
+    """A necessary condition for placing `target` members, stronger than `may_fit` and as
+    cheap: a node holds at most as many members as the element-wise smallest request fits
+    in its free room (nominated pods' reservations ignored, which only adds room), summed
+    over the nodes in scope. Only for a gang of one PodGroup, whose members all stay in the
+    scope; a probe it rules out would have failed (binary searches spend half their probes
+    on those)."""
+    pending = problem.gang.pending
+    if not pending or problem.target <= 0 or len({pod.group for pod in pending}) != 1:
+        return True
+    snap = problem.snap
+    least = np.stack([snap.vector(pod) for pod in pending]).min(axis=0)
+    cols = np.flatnonzero(least > 0)
+    if not cols.size:
+        return True
+    requested = snap.requested if problem.scope is None else snap.requested[problem.scope]
+    allocatable = snap.allocatable if problem.scope is None else snap.allocatable[problem.scope]
+    free = np.clip(allocatable[:, cols] - requested[:, cols], 0, None)
+    slots = (free // least[cols]).min(axis=1)
+    return int(slots.sum()) >= problem.target
 
 
 def smallest_sufficient_prefix(
