@@ -78,6 +78,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     runs, exits = [], []
     for _ in range(args.repeat):
         run, code = one_run()
@@ -85,9 +86,9 @@ def main() -> int:
         exits.append(code)
     data = {
         "meta": {
-            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "started": started,
             "git": git_commit(),
-            "machine": platform.node(),
+            "machine": platform.machine(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "karpenter": "sigs.k8s.io/karpenter v1.13.0 ./kwok",

@@ -738,6 +738,10 @@ TABLES: dict[str, Table] = {
 
 #: Earlier result files: what each measured. Listed, not rendered.
 OTHER: dict[str, str] = {
+    "capacity-wait.json": (
+        "grow before you evict under Karpenter v1.13 kwok (bench/capacity_wait.py): a gang "
+        "that fits only by preempting, with and without a wait for new capacity, three runs"
+    ),
     "compare-topology-A.json": "(t), code before mincost's one-gang candidate, loaded machine",
     "compare-topology.json": (
         "(t) with the one-gang candidate, before the futile-search memo, loaded machine "
