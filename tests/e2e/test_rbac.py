@@ -74,6 +74,15 @@ CASES = [
         "list/watch resourceclaims.resource.k8s.io",
     ),
     Case(
+        "budgets",  # gang protection's PodDisruptionBudgets (the gang "fits" runs)
+        "policy",
+        "poddisruptionbudgets",
+        "create",
+        "poddisruptionbudgets.policy",
+        "create_budget",
+        only_verb=True,
+    ),
+    Case(
         "lease-update",
         "coordination.k8s.io",
         "leases",
