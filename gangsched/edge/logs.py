@@ -3,30 +3,56 @@
 Bearer tokens never reach the logs: we log keys (namespace/name), decisions and errors from
 the API server, and a processor drops any field whose name suggests a credential, in case a
 library hands one over.
+
+A line is logged per bind and per cycle, so their cost counts: rendered with orjson, and
+each field name looked at once for what suggests a credential, logging was 4% of
+gangsched's samples binding 3,000 precreated pods instead of 6% (py-spy, issue 30).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import MutableMapping
 from typing import Any
 
+import orjson
 import structlog
 
 _SECRET_WORDS = ("token", "password", "secret", "authorization", "credential")
+#: Field names seen, and whether each suggests a credential (they come from code: few).
+_SECRET_NAMES: dict[str, bool] = {}
+
+
+def _suggests_secret(key: str) -> bool:
+    secret = _SECRET_NAMES.get(key)
+    if secret is None:
+        secret = any(word in key.lower() for word in _SECRET_WORDS)
+        if len(_SECRET_NAMES) < 4096:
+            _SECRET_NAMES[key] = secret
+    return secret
 
 
 def _drop_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    for key in list(event):
-        if any(word in key.lower() for word in _SECRET_WORDS):
+    for key in event:
+        if _suggests_secret(key):
             event[key] = "[redacted]"
     return event
 
 
+def _json(event: Any, **_: Any) -> str:
+    """One line of JSON; what orjson cannot encode is written as its repr (and what it
+    refuses outright, an integer over 64 bits, goes through the standard library)."""
+    try:
+        return orjson.dumps(event, default=repr, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(event, default=repr)
+
+
 def configure(fmt: str = "json", level: int = logging.INFO) -> None:
     renderer: Any = (
-        structlog.processors.JSONRenderer()
+        structlog.processors.JSONRenderer(serializer=_json)
         if fmt == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
