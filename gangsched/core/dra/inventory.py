@@ -180,12 +180,11 @@ class Inventory:
     def names(self) -> tuple[frozenset[str], frozenset[str]]:
         """Every attribute name and every capacity name a usable device has."""
         if self._names is None:
-            attributes: set[str] = set()
-            capacity: set[str] = set()
-            for entry in self.entries:
-                attributes.update(entry.device.attributes)
-                capacity.update(entry.device.capacity)
-            self._names = (frozenset(attributes), frozenset(capacity))
+            devices = [entry.device for entry in self.entries]
+            self._names = (
+                frozenset().union(*(device.attributes for device in devices)),
+                frozenset().union(*(device.capacity for device in devices)),
+            )
         return self._names
 
     def node_devices(self, node: Node) -> NodeDevices:
