@@ -49,8 +49,9 @@ def run(out: Path) -> dict[str, Any]:
         "meta": {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "git": commit,
-            "machine": platform.node(),
+            "machine": platform.machine(),
             "cpus": os.cpu_count(),
+            "python": platform.python_version(),
             "karpenter": "sigs.k8s.io/karpenter v1.13.0 ./kwok",
             "pytest_exit": proc.returncode,
         },

@@ -742,6 +742,10 @@ OTHER: dict[str, str] = {
         "grow before you evict under Karpenter v1.13 kwok (bench/capacity_wait.py): a gang "
         "that fits only by preempting, with and without a wait for new capacity, three runs"
     ),
+    "gang-protection.json": (
+        "Karpenter v1.13 consolidation of a running gang and an idle node, the gang protected "
+        "by its budget and opted out side by side (python -m bench.gang_protection)"
+    ),
     "compare-topology-A.json": "(t), code before mincost's one-gang candidate, loaded machine",
     "compare-topology.json": (
         "(t) with the one-gang candidate, before the futile-search memo, loaded machine "
