@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gangsched.core.api.network_topology import NetworkTopology, resolve_gather_rules
+from gangsched.core.autoscaling_room import NodePool
 from gangsched.core.composite.model import CompositePodGroup
 from gangsched.core.composite.tree import (
     BrokenTree,
@@ -53,6 +54,9 @@ class ClusterState:
     #: Koordinator's ClusterNetworkTopology layers (None while none exists): an annotation
     #: gang's network-topology-spec is resolved against them whenever its group is built.
     network_topology: NetworkTopology | None = None
+    #: Karpenter's NodePools by name (empty without Karpenter): what new nodes may still add
+    #: for a gang that fits nowhere (core/autoscaling_room.py).
+    node_pools: dict[str, NodePool] = field(default_factory=dict)
     #: CompositePodGroup -> children, rebuilt on the next question after any group changes.
     _children: dict[GroupRef, list[GroupRef]] | None = None
     #: Bumped by every change that can give a pending gang room it did not have: a pod that

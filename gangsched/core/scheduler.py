@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gangsched.core.autoscaling_room import NODE_POOL_LIMIT_REACHED, pool_limit_shortfall
 from gangsched.core.cluster import ClusterState
 from gangsched.core.cycle import CycleConfig, CycleResult, Gang, GangMember
 from gangsched.core.decisions import (
@@ -250,10 +251,22 @@ class Scheduler:
         message = result.message
         if preemption is not None and preemption.message:
             message = f"{message}; {preemption.message}"
+        # Karpenter provisions for `Unschedulable` pods only: a gang no node it may still add
+        # can make fit gets another reason, so that no node is launched (and kept) for it.
+        reason = "Unschedulable"
+        shortfall = pool_limit_shortfall(
+            gang,
+            snapshot=snap,
+            pools=list(self.cluster.node_pools.values()),
+            nodes=self.cluster.nodes.values(),
+        )
+        if shortfall is not None:
+            reason = NODE_POOL_LIMIT_REACHED
+            message = f"{shortfall.message}; {message}"
         report = self._not_scheduled(
             gang,
             result=UNSCHEDULABLE,
-            reason="Unschedulable",
+            reason=reason,
             message=message,
             pod_messages=result.pod_messages,
             pods=pods,

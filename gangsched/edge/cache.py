@@ -40,6 +40,7 @@ from gangsched.core.scheduler import Scheduler
 from gangsched.edge.handlers import Handler, PagedHandler, Relist, object_key
 from gangsched.edge.kube import JSON
 from gangsched.edge.network_topology_cache import NetworkTopologyCache
+from gangsched.edge.nodepool_cache import NodePoolCache
 from gangsched.edge.pod_fingerprint import PodFingerprint, pod_fingerprint, rebound
 from gangsched.edge.policy_cache import PolicyCache
 
@@ -80,10 +81,13 @@ class ClusterCache:
     policy: PolicyCache = field(init=False)
     #: Koordinator's ClusterNetworkTopology layers (and the PodGroups read against them).
     network: NetworkTopologyCache = field(init=False)
+    #: Karpenter's NodePools (their room for new nodes), where the CRD is served.
+    node_pools: NodePoolCache = field(init=False)
 
     def __post_init__(self) -> None:
         self.policy = PolicyCache(self)
         self.network = NetworkTopologyCache(self)
+        self.node_pools = NodePoolCache(self)
 
     @property
     def cluster(self) -> ClusterState:

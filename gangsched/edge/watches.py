@@ -30,6 +30,9 @@ from gangsched.edge.metrics import Metrics
 from gangsched.edge.network_topology_cache import API_VERSION as NETWORK_TOPOLOGY_API
 from gangsched.edge.network_topology_cache import INFORMER as NETWORK_TOPOLOGY_INFORMER
 from gangsched.edge.network_topology_cache import PATH as NETWORK_TOPOLOGY_PATH
+from gangsched.edge.nodepool_cache import API_VERSION as NODEPOOL_API
+from gangsched.edge.nodepool_cache import INFORMER as NODEPOOL_INFORMER
+from gangsched.edge.nodepool_cache import PATH as NODEPOOL_PATH
 from gangsched.edge.volume_cache import STORAGE_INFORMERS, VolumeCache
 
 log = structlog.get_logger("gangsched.operator")
@@ -43,10 +46,11 @@ POD_GROUP_GROUPS = {
 }
 
 #: The most informers `start` runs at once, each holding one HTTP/1.1 connection for its watch:
-#: pods, nodes, namespaces, priority classes, budgets, the storage and DRA kinds and one per
-#: PodGroup dialect. The connection pool must be larger than this, or the watches take every
-#: connection and a lease renewal waits behind them until leadership is lost.
-MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS) + 2
+#: pods, nodes, namespaces, priority classes, budgets, the storage and DRA kinds, one per
+#: PodGroup dialect, CompositePodGroups, network topology and NodePools. The connection pool
+#: must be larger than this, or the watches take every connection and a lease renewal waits
+#: behind them until leadership is lost.
+MAX_WATCHES = 5 + len(STORAGE_INFORMERS) + len(DRA_INFORMERS) + len(POD_GROUP_GROUPS) + 3
 #: CompositePodGroups exist only in scheduling.k8s.io/v1alpha3 (Kubernetes 1.37+, gate
 #: CompositePodGroup); watched when the API server serves them there.
 COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
@@ -200,7 +204,34 @@ class Watches:
             self.on_pod_groups(POD_GROUP_GROUPS[name], version)
         await self._discover_composites(groups)
         await self._discover_network_topology(groups)
+        await self._discover_node_pools(groups)
         return True
+
+    async def _discover_node_pools(self, groups: dict[str, object]) -> None:
+        """Watch Karpenter's NodePools (read-only) where karpenter.sh/v1 serves them: a gang
+        no node the pools may still add can make fit is then not left `Unschedulable`."""
+        if NODEPOOL_INFORMER in self.informers:
+            return
+        group = NODEPOOL_API.partition("/")[0]
+        served = [
+            str(entry.get("groupVersion", ""))
+            for found in groups.get("groups", [])  # type: ignore[attr-defined]
+            if found.get("name") == group
+            for entry in found.get("versions") or []
+        ]
+        if NODEPOOL_API not in served:
+            return
+        if not await self._serves_pod_groups(NODEPOOL_API, "nodepools"):
+            return
+        log.info("watching NodePools", apiVersion=NODEPOOL_API)
+        self._add(
+            NODEPOOL_INFORMER,
+            NODEPOOL_PATH,
+            self.cache.node_pools.handler(),
+            api_version=NODEPOOL_API,
+            kind="NodePool",
+            optional=True,
+        )
 
     async def _discover_network_topology(self, groups: dict[str, object]) -> None:
         """Watch Koordinator's ClusterNetworkTopology where its CRD is served: it names the
