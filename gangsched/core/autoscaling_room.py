@@ -209,14 +209,15 @@ class Shortfall:
     def message(self) -> str:
         r = self.resource
         pools = "; ".join(
-            f"pool {name} {'at' if left == 0 else 'near'} its {r} limit {render(r, limit)}"
-            + ("" if left == 0 else f" ({render(r, left)} left)")
+            f"pool {name} at its {r} limit {render(r, limit)}"
+            if left == 0
+            else f"pool {name} has {render(r, left)} of its {r} limit {render(r, limit)} left"
             for name, limit, left in self.pools
         )
         return (
-            f"the gang needs {render(r, self.needs)} {r} but the nodes have "
-            f"{render(r, self.free)} free and the NodePools can add only "
-            f"{render(r, self.room)} more: {pools or 'no NodePool may launch nodes for it'}"
+            f"the gang needs {render(r, self.needs)} {r}, more than the {render(r, self.free)} "
+            f"free on its nodes and the {render(r, self.room)} the NodePools can still add: "
+            f"{pools or 'no NodePool may launch nodes for it'}"
         )
 
 

@@ -82,9 +82,12 @@ def test_the_message_names_the_resource_and_the_pool_at_its_limit() -> None:
     built = state(pool(cpu_limit=4, used_cpu=4))
     built.nodes["n1"].labels[NODEPOOL_LABEL] = "pool-a"
     message = scheduled_message(built)
-    assert "needs 8 cpu" in message
-    assert "4 free" in message
-    assert "can add only 0 more: pool pool-a at its cpu limit 4" in message
+    assert (
+        "the gang needs 8 cpu, more than the 4 free on its nodes and the 0 the NodePools can "
+        "still add: pool pool-a at its cpu limit 4"
+    ) in message
+    message = scheduled_message(state(pool(cpu_limit=2)))
+    assert "pool pool-a has 2 of its cpu limit 2 left" in message
 
 
 def test_a_gang_that_fits_in_free_plus_room_stays_unschedulable() -> None:
