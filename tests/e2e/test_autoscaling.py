@@ -225,6 +225,13 @@ async def over_the_pool_limit(env: AutoscalingEnv, size: int = 16) -> JSON:
     room for 9 members): what Karpenter launches, what binds, and whether the nodes it
     launched go again after consolidateAfter."""
     await env.with_pool(cpu_limit=48, consolidate_after=f"{CONSOLIDATE_AFTER}s")
+
+    # gangsched finds the NodePool CRD at its next API discovery (up to 30 s after Karpenter
+    # installed it, when it started first): the case starts once it watches NodePools.
+    async def watching_node_pools() -> bool:
+        return 'resource="nodepools.karpenter.sh"' in env.sched.metrics()
+
+    await wait_for(watching_node_pools, timeout=60, what="gangsched watching NodePools")
     names = await env.gang("big", size)
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -264,12 +271,6 @@ async def over_the_pool_limit(env: AutoscalingEnv, size: int = 16) -> JSON:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured 2026-11-27: Karpenter launches 3 of the 6 nodes the gang needs (the pool's "
-    "limit) and they stay idle past consolidateAfter: every provisioning pass nominates them for "
-    "the gang's still-Unschedulable members, and a nominated node is never consolidated",
-)
 async def test_a_gang_over_the_pool_limit_binds_nothing_and_leaves_no_idle_node(
     autoscaling_env: AutoscalingEnv,  # noqa: F811
 ) -> None:
@@ -277,6 +278,13 @@ async def test_a_gang_over_the_pool_limit_binds_nothing_and_leaves_no_idle_node(
     record(result)
     assert result["members_bound"] == 0, result
     assert result["nodeclaims_at_end"] == 0, result
+    # Not Unschedulable (Karpenter's trigger), and the PodGroup says which pool is at its limit.
+    assert result["podscheduled_reasons"] == {"NodePoolLimitReached": 16}, result
+    messages = " ".join(str(c["message"]) for c in result["podgroup_conditions"])
+    assert (
+        f"needs 64 cpu, more than the 0 free on its nodes and the 48 the NodePools can still "
+        f"add: pool {autoscaling_env.pool} has 48 of its cpu limit 48 left"
+    ) in messages, result
 
 
 # ------------------------------------------------------------------- a gang kept in one zone
