@@ -10,11 +10,11 @@ plus the room of every NodePool that may launch nodes for them, no new node can 
 fit, and the members get `NodePoolLimitReached` instead, which Karpenter ignores.
 
 The bound is deliberately loose, so that it never holds back a gang that could fit: it sums
-free capacity over every node some member may use (not cordoned, its nodeSelector met,
-whatever its taints and affinities), counts a pool's room
-as its limit minus the smaller of its `status.resources` and the capacity of its nodes seen,
-treats a resource a pool does not limit as unbounded, and leaves a pool out only when its
-template contradicts a member's nodeSelector.
+free capacity over every node whose labels meet some member's nodeSelector (cordoned or not,
+whatever its taints and affinities), counts a pool's room as its limit minus the smaller of
+its `status.resources` and the capacity of its nodes seen, treats a resource a pool does not
+limit as unbounded, and leaves a pool out only when its template contradicts a member's
+nodeSelector.
 """
 
 from __future__ import annotations
@@ -163,13 +163,13 @@ def gang_needs(gang: Gang) -> ResourceList:
 
 
 def free_capacity(snapshot: Snapshot, pending: Sequence[Pod]) -> ResourceList:
-    """Free allocatable summed over the nodes some pending member may use (not cordoned, its
-    nodeSelector met; negative free counts 0): a node no member may use helps no member."""
+    """Free allocatable summed over the nodes whose labels meet some pending member's
+    nodeSelector (negative free counts 0): a node no member may use helps no member. Cordoned
+    nodes count (a member may tolerate the unschedulable taint), as do taints and affinities."""
     usable = [
         i
         for i, node in enumerate(snapshot.nodes)
-        if not node.unschedulable
-        and any(
+        if any(
             all(node.labels.get(key) == value for key, value in pod.constraints.node_selector)
             for pod in pending
         )

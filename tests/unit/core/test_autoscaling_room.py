@@ -115,11 +115,14 @@ def test_a_pool_whose_template_contradicts_the_members_selector_gives_no_room() 
 
 
 def test_free_capacity_counts_only_nodes_a_member_may_use() -> None:
-    """A big node the members' nodeSelector excludes, or a cordoned one, adds no room."""
+    """A big node the members' nodeSelector excludes adds no room; a cordoned one does (a
+    member may tolerate the unschedulable taint, and the bound must never hold back a gang
+    that could fit)."""
     built = state(pool(cpu_limit=2))
     built.upsert_node(node("elsewhere", 64, labels={"e2e-test": "b"}))
-    built.upsert_node(node("cordoned", 64, labels=SELECTOR, unschedulable=True))
     assert reasons(built) == {NODE_POOL_LIMIT_REACHED}
+    built.upsert_node(node("cordoned", 2, labels=SELECTOR, unschedulable=True))
+    assert reasons(built) == {"Unschedulable"}
     built = state(pool(cpu_limit=2))
     built.upsert_node(node("spare", 2, labels=SELECTOR))
     assert reasons(built) == {"Unschedulable"}
