@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import re
 import statistics
 import sys
@@ -730,6 +731,12 @@ TABLES: dict[str, Table] = {
         "compare-coscheduling.json", compare_table("compare-coscheduling.json")
     ),
     "compare-deadlock": one("compare-deadlock.json", compare_table("compare-deadlock.json")),
+    "compare-issue30-streamed": one(
+        "compare-issue30-streamed.json", compare_table("compare-issue30-streamed.json")
+    ),
+    "compare-issue30-precreate": one(
+        "compare-issue30-precreate.json", compare_table("compare-issue30-precreate.json")
+    ),
     "compare-topology": Table(TOPOLOGY_RUNS, seeds_table(*TOPOLOGY_RUNS)),
     "restart-50k": one("restart-50k-quiet.json", restart_table("restart-50k-quiet.json")),
     "restart-150k": one("restart-150k.json", restart_table("restart-150k.json")),
@@ -993,9 +1000,83 @@ def racks_whole(results: Results) -> tuple[str, str]:
     )
 
 
+# ----------------------------------------------------------------- issue 30: vs Coscheduling
+ISSUE30 = ("compare-issue30-streamed.json", "compare-issue30-precreate.json")
+
+
+def issue30_median(results: Results, mode: str, workload: str, scheduler: str, key: str) -> float:
+    per = results[f"compare-issue30-{mode}.json"]["medians"].get(workload, {})
+    return float(per.get(scheduler, {}).get(key, float("nan")))
+
+
+def issue30_throughput(results: Results) -> tuple[str, str]:
+    ratios = results["compare-issue30-precreate.json"].get("ratios_coscheduling", {})
+    values = {w: ratios.get(w, {}).get("pods_per_s", 0.0) for w in "ab"}
+    ceiling = issue30_median(results, "precreate", "ceiling", "bare-binder", "pods_per_s")
+    share = issue30_median(results, "precreate", "a", "gangsched", "pods_per_s") / ceiling
+    shown = ", ".join(f"({w}) {v:.2f}x" for w, v in values.items())
+    return f"{shown}; (a) {share:.0%} of the ceiling", yes(
+        all(v >= 2.5 for v in values.values()) and share >= 0.6
+    )
+
+
+def issue30_first_bind(results: Results) -> tuple[str, str]:
+    shown, ok = [], True
+    for mode in ("streamed", "precreate"):
+        for w in "ab":
+            ours = issue30_median(results, mode, w, "gangsched", "first_bind_s")
+            peers = [
+                issue30_median(results, mode, w, s, "first_bind_s")
+                for s in ("coscheduling", "kube-scheduler")
+            ]
+            best = min(v for v in peers if not math.isnan(v))  # NaN: a peer not run
+            ok = ok and ours <= best
+            shown.append(f"{mode} ({w}) {ours:.2f} vs {best:.2f} s")
+    return "; ".join(shown), yes(ok)
+
+
+def issue30_latency(results: Results) -> tuple[str, str]:
+    values = {
+        w: (
+            issue30_median(results, "streamed", w, "gangsched", "latency_p50_s"),
+            issue30_median(results, "streamed", w, "gangsched", "latency_p99_s"),
+        )
+        for w in "ab"
+    }
+    shown = ", ".join(f"({w}) {p50:.2f} / {p99:.2f} s" for w, (p50, p99) in values.items())
+    return shown, yes(all(p50 <= 0.5 and p99 <= 1.0 for p50, p99 in values.values()))
+
+
+def issue30_cost(results: Results) -> tuple[str, str]:
+    shown, ok = [], True
+    for mode in ("streamed", "precreate"):
+        for w in "ab":
+            ours = issue30_median(results, mode, w, "gangsched", "apiserver_cpu_ms_per_pod")
+            theirs = issue30_median(results, mode, w, "coscheduling", "apiserver_cpu_ms_per_pod")
+            ok = ok and ours <= theirs
+            shown.append(f"{mode} ({w}) {ours:.1f} vs {theirs:.1f} ms")
+    return "; ".join(shown), yes(ok)
+
+
 TARGETS = (
     throughput_target("a", 1.5),
     throughput_target("b", 1.5),
+    Target(
+        "(a), (b) precreated pods/s >= 2.5x Coscheduling's, (a) >= 60% of the ceiling (issue 30)",
+        ("compare-issue30-precreate.json",),
+        issue30_throughput,
+    ),
+    Target("first bind no later than the fastest peer's (issue 30)", ISSUE30, issue30_first_bind),
+    Target(
+        "streamed gang latency p50 <= 0.5 s, p99 <= 1 s, (a) and (b) (issue 30)",
+        ("compare-issue30-streamed.json",),
+        issue30_latency,
+    ),
+    Target(
+        "API server CPU per bound pod no higher than Coscheduling's (issue 30)",
+        ISSUE30,
+        issue30_cost,
+    ),
     Target(
         "p99 gang latency no worse than kube-scheduler's, (a)-(d) (issue 8)",
         ("compare.json",),
