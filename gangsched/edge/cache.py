@@ -67,6 +67,10 @@ class ClusterCache:
     problems: dict[str, str] = field(default_factory=dict)
     #: Called with (kind, key, message) for an object that cannot be read.
     on_problem: Callable[[str, str, str], None] | None = None
+    #: Raw PodGroups that could not be read, by apiVersion/key: read again when the
+    #: PriorityClasses change (a group named a class created after it; nothing else would
+    #: change the group, so its members waited for good).
+    unreadable_groups: dict[str, JSON] = field(default_factory=dict)
     #: apiVersion, uid and schedulerName of each object in `problems` (to post events on it).
     problem_refs: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Called when something happened that may let a waiting gang schedule.
@@ -375,6 +379,7 @@ class ClusterCache:
             )
         except InvalidObject as exc:
             self.report("PodGroup", object_key(obj), exc, obj)
+            self.unreadable_groups[_raw_group_key(obj)] = obj
             stale = _group_ref(obj)
             if stale is not None and stale in self.cluster.groups:
                 # Its members wait (PodGroup not found) instead of following the old spec.
@@ -382,6 +387,7 @@ class ClusterCache:
                 self.scheduler.queue.activate(self.scheduler.unit_key(stale))
             return None
         self.forgive("PodGroup", object_key(obj))
+        self.unreadable_groups.pop(_raw_group_key(obj), None)
         if group.ref.dialect is Dialect.VOLCANO and not self._volcano_queue_noted:
             queue = volcano_queue(_dict(obj.get("spec")))
             if queue:
@@ -411,8 +417,14 @@ class ClusterCache:
             self.wake()
         return group.ref
 
+    def reread_unreadable_groups(self) -> None:
+        """Read again the PodGroups that could not be read (the PriorityClasses changed)."""
+        for obj in list(self.unreadable_groups.values()):
+            self._upsert_group(obj)
+
     def _delete_group(self, obj: JSON) -> None:
         self.forgive("PodGroup", object_key(obj))
+        self.unreadable_groups.pop(_raw_group_key(obj), None)
         self.network.forget(obj)
         ref = _group_ref(obj)
         if ref is None:
@@ -445,3 +457,8 @@ def _group_ref(obj: JSON) -> GroupRef | None:
     if dialect is None or dialect in (Dialect.LONE_POD, Dialect.KOORDINATOR):
         return None
     return GroupRef(dialect, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _raw_group_key(obj: JSON) -> str:
+    """A raw PodGroup's API group and namespace/name (one object whatever version serves it)."""
+    return f"{str(obj.get('apiVersion') or '').split('/', 1)[0]}/{object_key(obj)}"

@@ -36,3 +36,7 @@ class CacheHost(Protocol):
     def read_group(self, obj: JSON) -> GroupRef | None:
         """Read a raw PodGroup again (e.g. its ClusterNetworkTopology layers changed)."""
         ...
+
+    def reread_unreadable_groups(self) -> None:
+        """Read again the PodGroups that could not be read (e.g. a PriorityClass arrived)."""
+        ...

@@ -56,6 +56,7 @@ class PolicyCache:
             classes[pc.name] = pc
         self.cache.cluster.priority_classes = classes
         self._priorities = None
+        self.cache.reread_unreadable_groups()
         self.cache.changed()
 
     def _upsert_class(self, obj: JSON) -> None:
@@ -66,6 +67,7 @@ class PolicyCache:
             return
         self.cache.cluster.priority_classes[pc.name] = pc
         self._priorities = None
+        self.cache.reread_unreadable_groups()
         self.cache.changed()
 
     def _delete_class(self, obj: JSON) -> None:

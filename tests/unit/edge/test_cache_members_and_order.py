@@ -90,3 +90,35 @@ def test_gangs_are_queued_by_their_dialects_timestamp() -> None:
     second = scheduler.step(0.0)
     assert second is not None and second.gang == GroupRef(Dialect.UPSTREAM, "default", "pg1")
     assert second.result != WAITING
+
+
+def test_a_podgroup_read_before_its_priority_class_is_read_again_when_the_class_arrives() -> None:
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1", 4)])
+    cache.priority_classes().replace([])
+    cache.pod_groups().replace([raw_pod_group("g", 2, priority_class="late")])
+    # The members carry spec.priority 10 (set by admission, or by hand).
+    members = [raw_pod(f"g-{i}", 1, group="g", priority=10) for i in range(2)]
+    cache.pods().replace(members)
+    assert "PodGroup/default/g" in cache.problems
+    report = scheduler.step(0.0)
+    assert report is None or report.result != SCHEDULED
+    cache.priority_classes().upsert(raw_priority_class("late", 10))
+    assert "PodGroup/default/g" not in cache.problems
+    assert not cache.unreadable_groups
+    group = scheduler.cluster.groups[GroupRef(Dialect.SIGS, "default", "g")]
+    assert group.priority == 10
+    report = scheduler.step(1.0)
+    assert report is not None and report.result == SCHEDULED
+    assert sorted(b.pod for b in report.bound) == ["default/g-0", "default/g-1"]
+
+
+def test_a_deleted_unreadable_podgroup_is_not_read_again() -> None:
+    cache, scheduler = make()
+    raw = raw_pod_group("g", 2, priority_class="late")
+    cache.pod_groups().replace([raw])
+    assert cache.unreadable_groups
+    cache.pod_groups().delete(raw)
+    cache.priority_classes().upsert(raw_priority_class("late", 10))
+    assert not cache.unreadable_groups
+    assert not scheduler.cluster.groups
