@@ -323,7 +323,10 @@ async def one_zone(env: AutoscalingEnv, size: int = 9, wait: float = 60.0) -> JS
 
 
 @pytest.mark.xfail(
-    strict=True,
+    # Not strict: the zones cost the same, so Karpenter's choice is random and puts all three
+    # nodes in one zone by chance (about one run in nine; seen once). Strict, that chance
+    # failed `make e2e-autoscaling`; the gap it measures is docs/concepts/autoscaling.md's.
+    strict=False,
     reason="measured 2026-11-27: Karpenter reads no PodGroup, so it launches the gang's nodes "
     "in whichever zones are cheapest (zones a, a, b for 9 members) and the gang never fits one",
 )
