@@ -32,6 +32,7 @@ from gangsched.core.scheduler import CycleReport, PreemptionOutcome, Preemptor, 
 from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.composite_cache import CompositeCache
+from gangsched.edge.domain_pinning import DomainPinner
 from gangsched.edge.dra_cache import DraCache
 from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.events import EventRecorder, ObjectRef
@@ -120,6 +121,13 @@ class Operator:
             config=self.config.gangHealth.settings(),
             may_write=self._may_write,
         )
+        self.domain_pinner = DomainPinner(
+            kube=self.kube,
+            cache=self.cache,
+            actuator=self.actuator,
+            metrics=self.metrics,
+            may_write=self._may_write,
+        )
         self.cache.on_group_status = self.status.observed
         self.composite_cache.on_status = self.status.observed
         self.cache.on_problem = self._report_problem
@@ -188,10 +196,15 @@ class Operator:
         self._tasks.append(asyncio.create_task(self._schedule_forever(), name="scheduling"))
         self._tasks.append(asyncio.create_task(self.status.run(), name="podgroup-status"))
         self._tasks.append(asyncio.create_task(self._protect_gangs(), name="gang-protection"))
+        self._tasks.append(asyncio.create_task(self._pin_domains(), name="domain-pinning"))
 
     async def _protect_gangs(self) -> None:
         await self.watches.wait_synced()  # reviews of a half-listed cluster would mislead
         await self.protection.run()
+
+    async def _pin_domains(self) -> None:
+        await self.watches.wait_synced()  # a half-listed gang or pool would mislead the choice
+        await self.domain_pinner.run()
 
     async def stop(self) -> None:
         self.stopping.set()

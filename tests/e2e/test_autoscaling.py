@@ -14,6 +14,8 @@ import os
 
 import pytest
 
+from gangsched.core.domain_pinning import DOMAIN_GATE
+
 from .conftest import Cluster
 from .k8s import JSON, Kube, KubeError, condition, pod_manifest, unique_name, wait_for
 from .karpenter import (  # noqa: F401  (fixtures)
@@ -288,18 +290,30 @@ async def test_a_gang_over_the_pool_limit_binds_nothing_and_leaves_no_idle_node(
 
 
 # ------------------------------------------------------------------- a gang kept in one zone
-async def one_zone(env: AutoscalingEnv, size: int = 9, wait: float = 60.0) -> JSON:
-    """A gang of `size` 4-CPU pods whose PodGroup requires one zone, under a NodePool that may
-    launch in any of the kwok provider's four zones: the zones of the nodes Karpenter launches
-    and whether the gang binds within `wait` seconds."""
-    await env.with_pool()
+#: The kwok provider's zones; the pool names them, so gangsched knows where it may launch.
+KWOK_ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
+
+
+async def one_zone(env: AutoscalingEnv, size: int = 9, wait: float = 120.0) -> JSON:
+    """A gang of `size` 4-CPU pods whose PodGroup requires one zone, created held by
+    gangsched's `gangsched.io/topology-domain` gate, under a NodePool that may launch in any of
+    the kwok provider's four zones: the zones of the nodes Karpenter launches, each member's
+    narrowed affinity, and whether the gang binds within `wait` seconds."""
+    await env.with_pool(zones=KWOK_ZONES)
+
+    async def watching_node_pools() -> bool:
+        return 'resource="nodepools.karpenter.sh"' in env.sched.metrics()
+
+    await wait_for(watching_node_pools, timeout=60, what="gangsched watching NodePools")
     await env.kube.create(
         f"/apis/{SIGS}/namespaces/{env.ns}/podgroups",
         env.pod_group("zonal", size, topology={"required": ZONE_LABEL}),
     )
     names = [f"zonal-{i}" for i in range(size)]
     for name in names:
-        await env.create_pod(env.pod(name, cpu="4", group="zonal"))
+        pod = env.pod(name, cpu="4", group="zonal")
+        pod["spec"]["schedulingGates"] = [{"name": DOMAIN_GATE}]
+        await env.create_pod(pod)
     loop = asyncio.get_running_loop()
     started = loop.time()
     bound_after: float | None = None
@@ -309,34 +323,51 @@ async def one_zone(env: AutoscalingEnv, size: int = 9, wait: float = 60.0) -> JS
             bound_after = loop.time() - started
             break
         await asyncio.sleep(1)
+    pods = await env.pods()
     zones = sorted(str(n["metadata"]["labels"].get(ZONE_LABEL)) for n in await env.pool_nodes())
+    pinned = sorted(
+        {
+            json.dumps(pods[n]["spec"].get("affinity", {}).get("nodeAffinity"), sort_keys=True)
+            for n in names
+        }
+    )
     return {
         "scheduler": "gangsched",
         "members": size,
         "required_topology": ZONE_LABEL,
         "nodeclaims": len(await env.claims()),
         "node_zones": zones,
+        "node_affinities": pinned,
+        "gates_left": sorted(
+            {g["name"] for n in names for g in pods[n]["spec"].get("schedulingGates") or []}
+        ),
+        "bound_zones": sorted(
+            {
+                str(n["metadata"]["labels"].get(ZONE_LABEL))
+                for n in await env.pool_nodes()
+                if any(pods[p]["spec"].get("nodeName") == n["metadata"]["name"] for p in names)
+            }
+        ),
         "seconds_to_bound": bound_after,
         "observed_seconds": round(loop.time() - started, 1),
-        "podscheduled_reasons": scheduled_reasons(await env.pods()),
+        "podscheduled_reasons": scheduled_reasons(pods),
     }
 
 
-@pytest.mark.xfail(
-    # Not strict: the zones cost the same, so Karpenter's choice is random and puts all three
-    # nodes in one zone by chance (about one run in nine; seen once). Strict, that chance
-    # failed `make e2e-autoscaling`; the gap it measures is docs/concepts/autoscaling.md's.
-    strict=False,
-    reason="measured 2026-11-27: Karpenter reads no PodGroup, so it launches the gang's nodes "
-    "in whichever zones are cheapest (zones a, a, b for 9 members) and the gang never fits one",
-)
 async def test_a_gang_kept_in_one_zone_gets_its_new_nodes_in_one_zone(
     autoscaling_env: AutoscalingEnv,  # noqa: F811
 ) -> None:
+    """Its members are created gated; gangsched narrows every member's node affinity to one
+    zone, then lifts its gate, so Karpenter launches all the gang's nodes in that zone."""
     result = await one_zone(autoscaling_env)
     record(result)
-    assert len(set(result["node_zones"])) == 1, result
     assert result["seconds_to_bound"] is not None, result
+    assert result["nodeclaims"] > 0 and len(set(result["node_zones"])) == 1, result
+    assert result["bound_zones"] == result["node_zones"][:1], result
+    assert result["gates_left"] == [], result
+    # One affinity for every member, naming the zone its nodes are in.
+    assert len(result["node_affinities"]) == 1, result
+    assert f'"values": ["{result["node_zones"][0]}"]' in result["node_affinities"][0], result
 
 
 # ------------------------------------------------ what may be narrowed while a pod is gated
