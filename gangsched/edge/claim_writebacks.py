@@ -108,13 +108,23 @@ async def set_finalizers(kube: Kube, key: str, finalizers: list[str], *, version
     Read and written back whole (get, then update), as kube-scheduler does: the API server
     1.37 refuses every patch of a ResourceClaim whose spec holds opaque device configuration
     ("spec: Invalid value: null: field is immutable"), merge and JSON patches alike, while an
-    update passes. The status writes are patches of the status subresource, which do pass."""
+    update passes. The status writes are patches of the status subresource, which do pass.
+
+    Every claim write is encoded by `claim_body` (the standard library's encoder, as the
+    generated client encoded every request before issue 30's orjson): with orjson's compact
+    encoding, the claims the e2e tests write (opaque parameters written by a Python client)
+    were refused with that same error, and a deallocation after preemption too."""
     current = await kube.get(claim_path(key))
     metadata = current.setdefault("metadata", {})
     metadata["resourceVersion"] = version
     metadata["finalizers"] = finalizers
-    answer = await kube.put(claim_path(key), current)
+    answer = await kube.put(claim_path(key), claim_body(current))
     return str((answer.get("metadata") or {}).get("resourceVersion") or version)
+
+
+def claim_body(body: dict[str, Any]) -> bytes:
+    """A ResourceClaim write as the standard library encodes it (set_finalizers says why)."""
+    return json.dumps(body).encode()
 
 
 def _consumer_json(consumer: Consumer) -> dict[str, str]:
@@ -175,7 +185,7 @@ class ClaimWrite:
             status["allocation"] = allocation_json(d.allocation, now=datetime.now(UTC))
         answer = await kube.patch(
             claim_path(d.claim, "status"),
-            {"metadata": {"resourceVersion": version}, "status": status},
+            claim_body({"metadata": {"resourceVersion": version}, "status": status}),
         )
         self._wrote_allocation = d.allocation is not None
         self._version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
@@ -222,7 +232,7 @@ class ClaimWrite:
                     status["allocation"] = None
                 answer = await kube.patch(
                     claim_path(d.claim, "status"),
-                    {"metadata": {"resourceVersion": version}, "status": status},
+                    claim_body({"metadata": {"resourceVersion": version}, "status": status}),
                 )
                 version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
             unallocated = deallocate or observed.allocation is None

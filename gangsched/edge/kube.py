@@ -155,7 +155,8 @@ class Kube:
             method,
             url,
             headers=headers,
-            data=None if body is None else orjson.dumps(body),
+            # Bytes go as they are: a body whose encoding matters (claim_writebacks).
+            data=body if body is None or isinstance(body, bytes) else orjson.dumps(body),
             timeout=timeout,
             **options,
         )
@@ -212,10 +213,12 @@ class Kube:
     async def post(self, path: str, body: JSON) -> JSON:
         return await self.request("POST", path, body=body)
 
-    async def put(self, path: str, body: JSON) -> JSON:
+    async def put(self, path: str, body: JSON | bytes) -> JSON:
         return await self.request("PUT", path, body=body)
 
-    async def patch(self, path: str, body: JSON, *, content_type: str = MERGE_PATCH) -> JSON:
+    async def patch(
+        self, path: str, body: JSON | bytes, *, content_type: str = MERGE_PATCH
+    ) -> JSON:
         return await self.request("PATCH", path, body=body, content_type=content_type)
 
     async def apply(self, path: str, body: JSON, *, force: bool = True) -> JSON:
