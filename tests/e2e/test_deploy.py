@@ -212,8 +212,19 @@ async def test_locked_install_schedules_on_the_cluster_with_the_configmap_config
 
         await eventually(bound, timeout=60, what="the gang bound by the installed gangsched")
         health = replica.config["healthAddress"]
-        with urllib.request.urlopen(f"http://{health}/healthz", timeout=15) as response:
-            assert response.status == 200  # the Deployment's liveness probe
+
+        async def liveness() -> int | None:
+            # kopf serves it, started once the first binds have settled (at most
+            # KOPF_AFTER_S after the caches synced: within the probe's 15 s initial delay
+            # plus its failureThreshold), not before the first bind.
+            try:
+                with urllib.request.urlopen(f"http://{health}/healthz", timeout=5) as response:
+                    return int(response.status)
+            except OSError:
+                return None
+
+        status = await eventually(liveness, timeout=30, what="the liveness endpoint served")
+        assert status == 200  # the Deployment's liveness probe
         metrics = replica.http("/metrics")[1]
         assert "scheduler_podgroup_schedule_attempts_total" in metrics
         assert replica.metric("gangsched_leader") == 1
