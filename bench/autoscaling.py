@@ -17,41 +17,19 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.autoscaling_runs import ROOT, git_commit, run_cases
+
 OUT = ROOT / "bench" / "results" / "autoscaling.json"
 CASES = "scales_up_whole or kube_scheduler_gang or over_the_pool_limit or one_zone"
 
 
-def git_commit() -> str:
-    proc = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.stdout.strip()
-
-
 def run(out: Path, cases: str) -> dict[str, Any]:
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as figures:
-        load_before = list(os.getloadavg())
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-m", "autoscaling", "-k", cases,
-             "tests/e2e/test_autoscaling.py"],
-            cwd=ROOT,
-            env={**os.environ, "GANGSCHED_AUTOSCALING_RESULTS": figures.name},
-            check=False,
-        )  # fmt: skip
-        load_after = list(os.getloadavg())
-        results = [json.loads(line) for line in Path(figures.name).read_text().splitlines()]
+    measured, code = run_cases(["-k", cases, "tests/e2e/test_autoscaling.py"])
     data = {
         "meta": {
             "started": started,
@@ -60,9 +38,9 @@ def run(out: Path, cases: str) -> dict[str, Any]:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "karpenter": "sigs.k8s.io/karpenter v1.13.0 ./kwok",
-            "pytest_exit": proc.returncode,
+            "pytest_exit": code,
         },
-        "runs": [{"load_before": load_before, "load_after": load_after, "results": results}],
+        "runs": [measured],
     }
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return data

@@ -18,42 +18,14 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.autoscaling_runs import ROOT, git_commit, run_cases
+
 OUT = ROOT / "bench" / "results" / "capacity-wait.json"
 TESTS = "tests/e2e/test_autoscaling_grow.py"
-
-
-def git_commit() -> str:
-    proc = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.stdout.strip()
-
-
-def one_run() -> tuple[dict[str, Any], int]:
-    with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as figures:
-        load_before = list(os.getloadavg())
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-m", "autoscaling", TESTS],
-            cwd=ROOT,
-            env={**os.environ, "GANGSCHED_AUTOSCALING_RESULTS": figures.name},
-            check=False,
-        )
-        load_after = list(os.getloadavg())
-        results = [json.loads(line) for line in Path(figures.name).read_text().splitlines()]
-    return {"load_before": load_before, "load_after": load_after, "results": results}, (
-        proc.returncode
-    )
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -81,7 +53,7 @@ def main() -> int:
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     runs, exits = [], []
     for _ in range(args.repeat):
-        run, code = one_run()
+        run, code = run_cases([TESTS])
         runs.append(run)
         exits.append(code)
     data = {

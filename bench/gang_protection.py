@@ -16,46 +16,28 @@ import datetime
 import json
 import os
 import platform
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.autoscaling_runs import ROOT, git_commit, run_cases
+
 OUT = ROOT / "bench" / "results" / "gang-protection.json"
 TESTS = "tests/e2e/test_autoscaling_disruption.py"
 
 
 def run(out: Path) -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as figures:
-        load_before = list(os.getloadavg())
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-m", "autoscaling", TESTS],
-            cwd=ROOT,
-            env={**os.environ, "GANGSCHED_AUTOSCALING_RESULTS": figures.name},
-            check=False,
-        )
-        load_after = list(os.getloadavg())
-        results = [json.loads(line) for line in Path(figures.name).read_text().splitlines()]
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
+    measured, code = run_cases([TESTS])
     data = {
         "meta": {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "git": commit,
+            "git": git_commit(),
             "machine": platform.machine(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "karpenter": "sigs.k8s.io/karpenter v1.13.0 ./kwok",
-            "pytest_exit": proc.returncode,
+            "pytest_exit": code,
         },
-        "runs": [{"load_before": load_before, "load_after": load_after, "results": results}],
+        "runs": [measured],
     }
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return data
