@@ -17,17 +17,9 @@ from gangsched.edge.events import EventRecorder
 from gangsched.edge.metrics import Metrics
 from gangsched.edge.pod_writes import PodWriter
 from tests.builders import raw_pod
+from tests.unit.edge.test_pod_conditions import PatchRecorder
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
-
-
-class PatchRecorder:
-    def __init__(self) -> None:
-        self.conditions: list[dict[str, Any]] = []
-
-    async def patch(self, path: str, body: dict[str, Any], **_: Any) -> dict[str, Any]:
-        self.conditions.extend(body["status"].get("conditions", []))
-        return {}
 
 
 def writer(kube: PatchRecorder, pod: dict[str, Any]) -> PodWriter:
