@@ -71,9 +71,10 @@ class Env:
         return "GenericWorkload=true,PodGroupPreemptionPolicy=true"
 
     async def post_all(
-        self, requests: list[dict[str, Any]], concurrency: int = 64
+        self, requests: list[dict[str, Any]], concurrency: int = 64, rate: float = 0.0
     ) -> dict[str, float]:
-        """POST every request through loadgen; returns key -> wall time its answer arrived."""
+        """POST every request through loadgen, `rate` a second if set (else as fast as the API
+        server answers); returns key -> wall time its answer arrived."""
         if not requests:
             return {}
         proc = await asyncio.create_subprocess_exec(
@@ -86,6 +87,8 @@ class Env:
             str(self.ca),
             "-concurrency",
             str(concurrency),
+            "-rate",
+            str(rate),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -47,6 +47,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         profile_format=args.profile_format,
         attach=args.attach,
         trace=args.trace,
+        rate=args.rate,
     )
     loadgen = loadgen_binary()
     workloads = [w for w in args.workloads.split(",") if w]
@@ -71,6 +72,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         .split()[0],
         "sizes": asdict(sizes),
         "mode": args.mode,
+        "rate": args.rate,
         "rounds": args.rounds,
     }
 
@@ -192,6 +194,14 @@ def main() -> None:
         choices=["streamed", "precreate"],
         default="streamed",
         help="(a)/(b): create gangs while the scheduler runs, or before starting it",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        metavar="N",
+        help="streamed (a)/(b): create N objects a second, each gang's PodGroup then its pods "
+        "(default: every PodGroup, then every pod, as fast as the API server answers)",
     )
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--no-ceiling", dest="ceiling", action="store_false")

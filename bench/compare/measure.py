@@ -123,6 +123,8 @@ class Watch:
     gone_at: dict[str, float] = field(default_factory=dict)
     #: Pending pods with a status.nominatedNodeName: a preemption still under way.
     nominated: set[str] = field(default_factory=set)
+    #: When each pod was first seen Running (kwok's status write after its bind).
+    running_at: dict[str, float] = field(default_factory=dict)
     task: asyncio.Task[None] | None = None
 
     async def run(self, kube: Kube) -> None:
@@ -145,6 +147,8 @@ class Watch:
                     self.seen_at.setdefault(name, now)
                     if obj.get("spec", {}).get("nodeName") and name not in self.bound_at:
                         self.bound_at[name] = now
+                    if obj.get("status", {}).get("phase") == "Running":
+                        self.running_at.setdefault(name, now)
                     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
                         self.gone.add(name)
                         self.gone_at.setdefault(name, now)

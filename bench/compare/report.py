@@ -77,12 +77,20 @@ def fmt(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def paced(meta: dict[str, Any]) -> str:
+    """How a streamed run's objects were created, when paced (`--rate`)."""
+    rate = meta.get("rate") or 0
+    if meta.get("mode") != "streamed" or not rate:
+        return ""
+    return f", paced at {rate:g} objects/s (each PodGroup, then its pods)"
+
+
 def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [
         f"Medians over {meta['rounds']} rounds; load average (1 min) during the runs: "
         f"{meta['load_min']:.2f}-{meta['load_max']:.2f} (median {meta['load_median']:.2f}) on "
         f"{meta['cpus']} CPUs. Ratio = gangsched / kube-scheduler (or / coscheduling). "
-        f"Mode: {meta['mode']} "
+        f"Mode: {meta['mode']}{paced(meta)} "
         "for (a) and (b), streamed for (c), precreate for (d) (see bench/README.md).",
         "",
         *tables(summary, meta["sizes"]),

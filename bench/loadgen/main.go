@@ -2,13 +2,15 @@
 // creator (nodes, pods, PodGroups "created at once") and its bare binder (the ceiling: pending
 // pods bound through pods/binding with no scheduling at all). Standard library only.
 //
-//	loadgen -server URL -token T -ca FILE [-concurrency 64] < requests.jsonl > done.tsv
+//	loadgen -server URL -token T -ca FILE [-concurrency 64] [-rate R] < requests.jsonl > done.tsv
 //
 // Each input line is {"key": "...", "path": "/api/v1/...", "body": {...}}; requests start in
 // input order on -concurrency workers sharing one HTTP/2 connection (like client-go). Each
 // output line is "key<TAB>unix-nanoseconds when the answer arrived<TAB>HTTP status". A summary
 // (count, errors, seconds, requests/s) goes to stderr; the exit status is 1 if any request
-// failed with a status other than 409 AlreadyExists.
+// failed with a status other than 409 AlreadyExists. With -rate, request i starts no earlier
+// than i/R seconds after the first (a paced stream: what the scheduler adds to a gang's latency
+// without the API server's queue in it); otherwise as fast as the workers take them.
 //
 //	loadgen -server URL -token T -ca FILE -list /api/v1/pods,/api/v1/nodes [-limit 500]
 //
@@ -56,6 +58,7 @@ func main() {
 	concurrency := flag.Int("concurrency", 64, "requests in flight")
 	list := flag.String("list", "", "comma-separated paths to list (the list floor) instead of POSTing")
 	limit := flag.Int("limit", 500, "page size of -list")
+	rate := flag.Float64("rate", 0, "requests started per second (0: as fast as accepted)")
 	flag.Parse()
 	started := time.Now()
 
@@ -105,7 +108,11 @@ func main() {
 		}()
 	}
 	go func() {
-		for _, r := range requests {
+		first := time.Now()
+		for i, r := range requests {
+			if *rate > 0 {
+				time.Sleep(time.Until(first.Add(time.Duration(float64(i) / *rate * float64(time.Second)))))
+			}
 			work <- r
 		}
 		close(work)

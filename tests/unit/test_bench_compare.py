@@ -98,3 +98,6 @@ def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
     assert "| **ratio vs coscheduling** | **1.00x** | 0.25 / 0.25 |" in text
     assert "| gangsched | 10.00 | 1.00 | 20.0 / 25.0 | 1.40 | POST 1.33 |" in text
     assert "| coscheduling | 0.10 / 0.30 | - / - | - / - | - / - | 2.00 / 4.00 |" in text
+    assert "paced" not in text
+    assert "Mode: streamed, paced at 100 objects/s" in markdown(summary, {**meta, "rate": 100.0})
+    assert "paced" not in markdown(summary, {**meta, "rate": 100.0, "mode": "precreate"})
