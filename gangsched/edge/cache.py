@@ -228,8 +228,7 @@ class ClusterCache:
             # A gated member arrived or changed: a gang waiting for members says so again
             # (how many are gated, by which gates), though it still cannot go.
             self.scheduler.queue.activate_waiting(self.scheduler.unit_key(pod.group))
-        if pod.labels and self.policy.raw_budgets and (old is None or freed):
-            self.policy.refresh_budgets()
+        self.policy.pod_changed(pod.namespace, pod.labels, old.labels if old is not None else {})
 
     def read(self, kind: str, obj: JSON, convert: Callable[[Any], _T]) -> _T | None:
         """`convert(obj)`, or None with the problem reported on the object (and forgotten
@@ -248,9 +247,12 @@ class ClusterCache:
         self.problem_refs.pop(f"{kind}/{key}", None)
 
     def _delete_pod(self, obj: JSON) -> None:
-        self.forgive("Pod", object_key(obj))
-        self._forget_pod(object_key(obj))
-        self.policy.refresh_budgets()
+        key = object_key(obj)
+        self.forgive("Pod", key)
+        gone = self.cluster.pods.get(key)
+        self._forget_pod(key)
+        if gone is not None:
+            self.policy.pod_changed(gone.namespace, gone.labels)
         self.changed()
 
     def nominate(self, key: str, uid: str, node: str | None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import SCHEDULED
 from gangsched.core.scheduler import Scheduler
@@ -133,6 +135,47 @@ def test_pdb_without_status_gets_computed_disruptions() -> None:
         ]
     )
     assert scheduler.cluster.budgets["default/db"].disruptions_allowed == 1
+
+
+def test_computed_budget_follows_its_pods_and_others_are_not_read_again() -> None:
+    """A pod event re-counts only the budgets computed here that select it; a gang budget of
+    gangsched's own is never one of the cluster's budgets."""
+    cache, scheduler = make()
+    cache.nodes().replace([raw_node("n1")])
+    cache.pods().replace([])
+
+    def budget(name: str, selects: dict[str, str], **extra: object) -> dict[str, Any]:
+        return {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default", **extra},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": selects}},
+        }
+
+    reported = budget("web", {"app": "web"})
+    reported["status"] = {"disruptionsAllowed": 7, "observedGeneration": 1}
+    reported["metadata"]["generation"] = 1
+    gang = budget("gang", {"app": "db"}, labels={"gangsched.io/gang-protection": "true"})
+    cache.budgets().replace([budget("db", {"app": "db"}), reported, gang])
+    assert set(scheduler.cluster.budgets) == {"default/db", "default/web"}
+    assert scheduler.cluster.budgets["default/db"].disruptions_allowed == 0
+
+    def db_pod(name: str, node: str | None) -> dict[str, Any]:
+        p = raw_pod(name, node_name=node, scheduler=OTHER)
+        p["metadata"]["labels"] = {"app": "db"}
+        return p
+
+    cache.pods().upsert(db_pod("a", "n1"))
+    cache.pods().upsert(db_pod("b", "n1"))
+    assert scheduler.cluster.budgets["default/db"].disruptions_allowed == 1
+    cache.pods().upsert(db_pod("pending", None))  # not running: not counted
+    assert scheduler.cluster.budgets["default/db"].disruptions_allowed == 1
+    cache.pods().delete(db_pod("a", "n1"))
+    assert scheduler.cluster.budgets["default/db"].disruptions_allowed == 0
+    assert scheduler.cluster.budgets["default/web"].disruptions_allowed == 7
+    cache.budgets().delete(budget("db", {"app": "db"}))
+    cache.pods().upsert(db_pod("c", "n1"))
+    assert set(scheduler.cluster.budgets) == {"default/web"}
 
 
 def _preempting() -> tuple[ClusterCache, Scheduler]:
