@@ -143,6 +143,13 @@ class Scheduler:
         for key in keys:
             self._enqueue(self.gang(key), now)
 
+    def enqueue_unit(self, key: GroupRef, now: float = 0.0) -> None:
+        """Queue (or re-order, its priority or age changed) the unit `key` if it has pending
+        pods: what a PodGroup's change needs, without walking every pending pod."""
+        gang = self.gang(key)
+        if gang.pending:
+            self._enqueue(gang, now)
+
     def enqueue_pod(self, pod: Pod, now: float = 0.0) -> None:
         if self.cluster.is_pending(pod):
             self._enqueue(self.gang(self.unit_key(self.cluster.group_of(pod))), now)

@@ -411,7 +411,7 @@ class ClusterCache:
             self.on_group_status(group.ref, dict(obj.get("status") or {}))
         if notify and not unchanged:
             key = self.scheduler.unit_key(group.ref)
-            self.scheduler.enqueue_pending(self.clock())
+            self.scheduler.enqueue_unit(key, self.clock())
             self.scheduler.queue.activate(key)
             # Members created before their PodGroup (a controller that writes the group
             # last) otherwise waited for the loop's next tick (bench/README.md, (t) with
