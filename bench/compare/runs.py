@@ -44,8 +44,8 @@ from bench.harness import (
 from gangsched.edge.kube import Kube
 
 # ----------------------------------------------------------------------------------- runs
-#: The longest a run waits, after its last bind, for every bound pod to run before it reads
-#: the control plane's counters.
+#: The longest a run waits, after its last bind, for every bound pod to run (and again for the
+#: scheduler's writes to stop) before it reads the control plane's counters.
 SETTLE_TIMEOUT_S = 30.0
 
 
@@ -206,6 +206,9 @@ async def run_one(
         await wait_until(
             lambda: all(n in watch.running_at for n in bound_names), SETTLE_TIMEOUT_S, 0.1
         )
+        # ...and once the scheduler's own writes have stopped: what it defers behind its
+        # binds (events, budgets, status) is its cost too.
+        await writes_settled(launch)
         result["settled_s"] = round(time.time() - t_start, 3)
         after = await asyncio.to_thread(ApiCounts.read, env)
         result["client_requests"] = await asyncio.to_thread(client_requests, launch)
@@ -280,6 +283,24 @@ async def run_one(
                 stop_cluster(env.cluster)
             else:
                 announce_kept(env.cluster)
+
+
+async def writes_settled(launch: Launch, quiet_s: float = 2.0) -> None:
+    """Until the scheduler's POST, PATCH and DELETE counts have not moved for `quiet_s`
+    (lease renewals, PUTs, never stop), at most SETTLE_TIMEOUT_S."""
+
+    def writes() -> float:
+        counts = client_requests(launch)
+        return sum(counts.get(verb, 0.0) for verb in ("POST", "PATCH", "DELETE"))
+
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    last = await asyncio.to_thread(writes)
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - quiet_since < quiet_s:
+        await asyncio.sleep(0.5)
+        now = await asyncio.to_thread(writes)
+        if now != last:
+            last, quiet_since = now, time.monotonic()
 
 
 async def in_flight_peak(launch: Launch, names: list[str], watch: Watch) -> int:

@@ -101,3 +101,6 @@ def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
     assert "paced" not in text
     assert "Mode: streamed, paced at 100 objects/s" in markdown(summary, {**meta, "rate": 100.0})
     assert "paced" not in markdown(summary, {**meta, "rate": 100.0, "mode": "precreate"})
+    assert "over the measured window" in text
+    settled = summarize([{**r, "settled_s": 30.0} for r in runs])
+    assert "until every bound pod runs" in markdown(settled, meta)
