@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from gangsched.core.decisions import Event
-from gangsched.edge.events import EventRecorder, event_time
+from gangsched.edge.events import EventRecorder, ObjectRef, event_time
 
 
 class Clock:
@@ -50,3 +51,41 @@ def test_rate_limit_drops_beyond_the_burst_and_refills() -> None:
     assert recorder.dropped == 2
     clock.now += 2
     assert recorder.should_post(Event("Pod", "default/late", "Normal", "Scheduled", "Binding", "x"))
+
+
+async def test_few_events_are_in_flight_at_once() -> None:
+    """A burst of events (one per gang bound) goes out a few at a time, all of it."""
+
+    class SlowKube:
+        def __init__(self) -> None:
+            self.in_flight = 0
+            self.most = 0
+            self.posted = 0
+            self.release = asyncio.Event()
+
+        async def post(self, path: str, body: dict[str, object]) -> None:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+            await self.release.wait()
+            self.in_flight -= 1
+            self.posted += 1
+
+    kube = SlowKube()
+    recorder = EventRecorder(kube=kube, concurrency=4)  # type: ignore[arg-type]
+    ref = ObjectRef("PodGroup", "default", "g", "scheduling.x-k8s.io/v1alpha1", "uid")
+    posts = [
+        asyncio.create_task(
+            recorder.post(
+                Event("PodGroup", f"default/g{i}", "Normal", "Scheduled", "Binding", "ok"),
+                ref,
+                None,
+            )
+        )
+        for i in range(10)
+    ]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert kube.most == 4
+    kube.release.set()
+    assert await asyncio.gather(*posts) == [None] * 10
+    assert kube.posted == 10 and kube.most == 4
