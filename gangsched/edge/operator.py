@@ -267,6 +267,12 @@ class Operator:
             if self._partial_first:
                 self._partial_first = False
                 await self._finish_partial_gangs(now)
+            if self.actuator.bind_backlog_full():
+                # Binds first (Actuator.bind_backlog_full says why); bounded, so an API
+                # server that stops answering cannot stop the loop's other work.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.actuator.bind_room.wait(), timeout=1.0)
+                continue
             report = self.step(now)
             if report is None and self.wake.is_set():
                 await asyncio.sleep(0)  # a cycle failed: go on with the next gang

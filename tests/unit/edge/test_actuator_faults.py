@@ -289,3 +289,31 @@ async def test_a_preemption_report_hands_back_one_eviction_future_per_victim() -
     assert sorted(deleted) == ["low-0", "low-1"]
     never.set()
     await actuator.drain()
+
+
+async def test_bind_backlog_is_counted_until_every_bind_is_answered() -> None:
+    """Binds decided beyond twice the binds in flight fill the backlog (the loop then waits
+    for `bind_room`, Operator._schedule_loop); every answer, or failure, releases one."""
+    kube, cache, actuator = setup(min_member=1, size=1)
+    cache.nodes().replace([raw_node("n1", cpu="64")])
+    cache.pod_groups().replace([raw_pod_group(f"g{i}", 2) for i in range(5)])
+    cache.pods().replace([raw_pod(f"g{i}-{m}", group=f"g{i}") for i in range(5) for m in range(2)])
+    actuator.bind_concurrency = 2
+    held = asyncio.Event()
+    answer = kube.post
+
+    async def slow_post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        await held.wait()
+        return await answer(path, body)
+
+    kube.post = slow_post  # type: ignore[method-assign]
+    decide(cache, actuator)
+    assert actuator.binds_pending == 2 and not actuator.bind_room.is_set()
+    assert not actuator.bind_backlog_full()
+    decide(cache, actuator)
+    assert actuator.binds_pending == 4 and actuator.bind_backlog_full()
+    kube.bind_error = KubeError(409, "Conflict", "changed")  # failed binds release theirs too
+    held.set()
+    await actuator.drain()
+    assert actuator.binds_pending == 0 and actuator.bind_room.is_set()
+    assert not actuator.bind_backlog_full()
