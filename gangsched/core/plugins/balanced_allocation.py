@@ -15,7 +15,7 @@ class BalancedAllocation(ResourceScore):
 
     def score(self, ctx: PodContext, snap: Snapshot, nodes: IndexVector) -> FloatVector:
         frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
-        frac = np.nan_to_num(frac, nan=0.0)
+        frac = np.where(np.isnan(frac), 0.0, frac)  # as np.nan_to_num: frac is never infinite
         if len(weights) < 2:
             return np.full(len(nodes), 100.0)
         if frac.shape[1] == 2:  # the common case: the std of two values is half their gap

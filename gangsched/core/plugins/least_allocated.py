@@ -16,5 +16,7 @@ class LeastAllocated(ResourceScore):
         frac, weights = utilisation_after(ctx, snap, nodes, self.weights)
         if not weights.sum():
             return np.zeros(len(nodes))
-        result: FloatVector = (np.nan_to_num(1.0 - frac) @ weights) * (100.0 / weights.sum())
+        free = 1.0 - frac
+        free[np.isnan(free)] = 0.0  # np.nan_to_num's answer (frac is finite or NaN), cheaper
+        result: FloatVector = (free @ weights) * (100.0 / weights.sum())
         return result

@@ -336,14 +336,20 @@ def _upstream_choice(
 ) -> Domain | None:
     """The domain upstream's TAS preemption picks: every lower-priority pod removed, the
     best-scored feasible placement by the scheduler's own topology placer."""
-    mark = snap.checkpoint()
+    mark = base.mark()
     try:
-        for unit in base.table.units:
-            for pod, node in unit.placed:
-                snap.remove_at(pod, node)
+        if base.fast and not _victims_score(base):
+            # Capacity and host ports are all the gang's cycle can observe of a victim here
+            # (engine.py, "fast"): one array operation instead of ~30,000 journaled removals
+            # and their rollback at 5,000 nodes, most of this function's time.
+            base.remove(base.units)
+        else:
+            for unit in base.table.units:
+                for pod, node in unit.placed:
+                    snap.remove_at(pod, node)
         result = placer.place(gang, snap)
     finally:
-        snap.rollback(mark)
+        base.rollback(mark)
     if result.code is not Code.SUCCESS:
         return None
     # The required-level domain holding the constrained members' placement: with a
@@ -352,6 +358,16 @@ def _upstream_choice(
     mine = {id(pod) for pod in cls.pending}
     placed = {node for pod, node in result.placements if id(pod) in mine}
     return next((d for d in domains if placed and all(d.mask[n] for n in placed)), None)
+
+
+def _victims_score(base: Problem) -> bool:
+    """Whether a victim carries affinity terms, which score the gang's pods on its node
+    (inter-pod affinity symmetry) while it stays in the node's pod map."""
+    return any(
+        pod.affinity or pod.preferred_affinity or pod.preferred_anti_affinity
+        for unit in base.units
+        for pod, _ in unit.placed
+    )
 
 
 # ------------------------------------------------------------------------ exact search

@@ -153,6 +153,8 @@ class Problem:
     _runs: dict[frozenset[int], list[tuple[Pod, int]] | None] = field(default_factory=dict)
     _costs: dict[frozenset[int], Cost] = field(default_factory=dict)
     potential_pods: int = field(init=False)
+    #: While set, `verify` skips (None) a set costlier than this even with every member placed.
+    outranked_by: Cost | None = None
     #: Derived structures computed once per attempt by the searches that need them.
     memo: dict[str, object] = field(default_factory=dict)
     #: Capacity-only removals (rows) and port holders taken off their nodes, to undo.
@@ -339,6 +341,8 @@ class Problem:
         """Run the real cycle without `units`; a Candidate if it succeeds (cached per set)."""
         key = frozenset(unit.index for unit in units)
         if key not in self._runs:
+            if self.outranked_by and victim_cost(units, 0, self.budgets) > self.outranked_by:
+                return None
             mark = self.mark()
             try:
                 self.remove(units)

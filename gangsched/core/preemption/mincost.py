@@ -26,6 +26,8 @@ Candidates, each verified by the real cycle before it is costed:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from math import inf
 
 import numpy as np
 
@@ -41,6 +43,7 @@ from gangsched.core.preemption.prefix import (
     kept_after_removing,
     prefix_per_node,
     smallest_sufficient_prefix,
+    surely_placed,
     unit_rows,
 )
 from gangsched.core.preemption.victims import VictimUnit, costliest_key
@@ -53,15 +56,10 @@ def mincost_search(problem: Problem) -> Candidate | CannotHelp:
     if isinstance(baseline, CannotHelp):
         return baseline  # every other candidate removes a subset of the same victims
     candidates: list[Candidate] = [baseline]
+    lone = is_lone_pod(problem)
     generators: list[Callable[[Problem], Candidate | None]] = (
-        [lone_pod_cheapest, staged]
-        if is_lone_pod(problem)
-        else [staged, greedy, whole_gangs, one_gang]
+        [lone_pod_cheapest, staged] if lone else [staged, greedy, whole_gangs, one_gang]
     )
-    for generate in generators:
-        found = generate(problem)
-        if found is not None:
-            candidates.append(found)
     snap = problem.snap
 
     def rank(i: int) -> tuple[object, ...]:
@@ -69,6 +67,19 @@ def mincost_search(problem: Problem) -> Candidate | CannotHelp:
         named = ((pod, snap.nodes[node].name) for pod, node in found.placements)
         return (*ranking(found.cost, kept_nominations(named)), i)
 
+    try:
+        for generate in generators:
+            if not lone:
+                # Each gang candidate verifies one set at its end: a set that loses to the
+                # best so far on the criteria before nominations kept (1-7 of cost.py) even
+                # with every member placed cannot be chosen, so its cycle is not run.
+                best = candidates[min(range(len(candidates)), key=rank)].cost
+                problem.outranked_by = replace(best, oldest_start=inf, total_start=inf)
+            found = generate(problem)
+            if found is not None:
+                candidates.append(found)
+    finally:
+        problem.outranked_by = None
     return candidates[min(range(len(candidates)), key=rank)]
 
 
@@ -119,7 +130,9 @@ def staged(problem: Problem) -> Candidate | None:
         known = problem.all_removed if last else None
         return kept_after_removing(problem, prefixes[k], _costliest(problem), known=known)
 
-    chosen = smallest_sufficient_prefix(prefixes, kept)
+    chosen = smallest_sufficient_prefix(
+        prefixes, kept, surely=lambda k: surely_placed(problem, prefixes[k])
+    )
     if chosen is None:
         return None
     return problem.verify(chosen, "mincost/staged", problem.potential_pods)

@@ -29,7 +29,11 @@ from dataclasses import dataclass
 
 from gangsched.core.model import GroupRef
 from gangsched.core.preemption.engine import Candidate, Problem
-from gangsched.core.preemption.prefix import kept_after_removing, smallest_sufficient_prefix
+from gangsched.core.preemption.prefix import (
+    kept_after_removing,
+    smallest_sufficient_prefix,
+    surely_placed,
+)
 from gangsched.core.preemption.victims import VictimUnit
 
 
@@ -91,6 +95,7 @@ def whole_gangs(problem: Problem) -> Candidate | None:
     chosen = smallest_sufficient_prefix(
         prefixes,
         lambda k: kept_after_removing(problem, prefixes[k], lambda unit: (-position[unit.index],)),
+        surely=lambda k: surely_placed(problem, prefixes[k]),
     )
     if chosen is None:
         return None

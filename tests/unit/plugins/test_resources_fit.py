@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -165,3 +165,23 @@ def test_filter_respects_candidates() -> None:
     ctx = context(pod, snap)
     result = ResourcesFit().filter(ctx, snap, np.array([True, False, True]))
     assert result.tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_few_candidates_get_the_verdict_all_nodes_get(case: Case) -> None:
+    # Below a quarter of the nodes the filter compares the candidates' rows only (a topology
+    # domain's nodes): the same verdict as over every node, restricted to the candidates.
+    copies = [replace(n, name=f"{n.name}-{i}") for i in range(4) for n in nodes()]
+    existing = [
+        replace(p, name=f"{p.name}-{i}", node_name=f"{p.node_name}-{i}")
+        for i in range(4)
+        for p in case.existing
+    ]
+    snap = snapshot(copies, existing)
+    ctx = context(case.pod, snap)
+    everywhere = ResourcesFit().filter(ctx, snap, np.ones(len(snap), dtype=np.bool_))
+    assert not everywhere.all() or not case.rejected
+    for first in range(len(snap)):
+        few = np.zeros(len(snap), dtype=np.bool_)
+        few[[first, (first + 5) % len(snap)]] = True
+        assert ResourcesFit().filter(ctx, snap, few).tolist() == (everywhere & few).tolist()
