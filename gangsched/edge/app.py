@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import os
 import signal
@@ -224,6 +225,9 @@ async def run(
         except Exception:
             log.exception("start-up failed; retried by kopf's startup handler")
         await _until_settled(holder, stop)
+        # Start-up ran without collections (gangsched.cli); the operator turned them on again
+        # once its caches synced, unless it never started or has not synced yet.
+        gc.enable()
         # In a worker thread: the watches and the first decisions go on meanwhile.
         await asyncio.to_thread(importlib.import_module, "gangsched.edge.kopf_host")
         from gangsched.edge import kopf_host

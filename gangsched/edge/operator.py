@@ -236,8 +236,10 @@ class Operator:
         # What the caches hold now lives as long as the process: collections of the oldest
         # generation need not walk it again and again (at 50,000 pods, each full collection
         # walks a few million objects; gc.freeze's documented use). No collection first: a
-        # full one would delay the first decision by most of a second.
+        # full one would delay the first decision by most of a second. `gangsched run` started
+        # without collections (gangsched.cli): from here on, they run again.
         gc.freeze()
+        gc.enable()
         log.info(
             "caches synced; scheduling",
             nodes=len(self.scheduler.cluster.nodes),

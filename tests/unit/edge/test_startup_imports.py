@@ -3,8 +3,15 @@ comes once the operator's caches have synced (gangsched.edge.app)."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
+from typing import Any
+
+import pytest
+
+from gangsched import cli
+from gangsched.edge import app, logs
 
 
 def test_the_operator_starts_without_kopf_loaded() -> None:
@@ -20,3 +27,30 @@ def test_the_operator_starts_without_kopf_loaded() -> None:
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_run_starts_without_garbage_collection_and_restores_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Collections during the start-up's imports and lists free nothing (gangsched.cli._run);
+    # the operator turns them on again once its caches have synced.
+    collecting_in_run: list[bool] = []
+
+    async def fake_run(**_: Any) -> int:
+        collecting_in_run.append(gc.isenabled())
+        return 0
+
+    monkeypatch.setattr(app, "run", fake_run)
+    monkeypatch.setattr(logs, "configure", lambda *_: None)
+    assert gc.isenabled()
+    assert cli.main(["run", "--kubeconfig", "/dev/null"]) == 0
+    assert collecting_in_run == [False]
+    assert gc.isenabled()
+    # A caller that had them off (gangsched.edge.wire.gc_paused, say) keeps them off.
+    gc.disable()
+    try:
+        assert cli.main(["run", "--kubeconfig", "/dev/null"]) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert collecting_in_run == [False, False]
