@@ -127,7 +127,7 @@ class _Placer:
         """The feasible node whose marginal victims cost least; scores break ties."""
         problem, snap = self.problem, self.snap
         framework = problem.framework
-        free = mask & self._needs_nothing(ctx)
+        free = self._needs_nothing(ctx, mask)
         if free.any():
             return framework.select(ctx, snap, free)
         ranked = framework.ranked(ctx, snap, mask)
@@ -137,23 +137,26 @@ class _Placer:
         # `ranked` is best score first with ties in name order, as `select` breaks them.
         return int(examined[costs.index(min(costs))])
 
-    def _needs_nothing(self, ctx: PodContext) -> np.ndarray:
-        """Nodes where every victim not yet chosen fits back next to the member."""
+    def _needs_nothing(self, ctx: PodContext, mask: np.ndarray) -> np.ndarray:
+        """The nodes of `mask` where every victim not yet chosen fits back next to the
+        member (only those rows are compared: a domain's 20 of 5,000 nodes)."""
         problem, snap = self.problem, self.snap
-        slack = self._slack(ctx)
-        fits: np.ndarray = np.all(self.back <= slack, axis=1)
+        nodes = np.flatnonzero(mask)
+        slack = self._slack(ctx, nodes)
+        fits: np.ndarray = np.zeros(len(snap), dtype=np.bool_)
+        fits[nodes[np.all(self.back[nodes] <= slack, axis=1)]] = True
         if problem.port_pods:
-            for node in range(len(snap)):
+            for node in nodes.tolist():
                 if fits[node] and self._port_blocked(ctx, node):
                     fits[node] = False
         return fits
 
-    def _slack(self, ctx: PodContext) -> np.ndarray:
+    def _slack(self, ctx: PodContext, nodes: np.ndarray) -> np.ndarray:
         snap = self.snap
-        used = snap.requested + ctx.request
+        used = snap.requested[nodes] + ctx.request
         if ctx.reserved is not None:
-            used = used + ctx.reserved
-        slack: np.ndarray = snap.allocatable - used
+            used = used + ctx.reserved[nodes]
+        slack: np.ndarray = snap.allocatable[nodes] - used
         # Columns the member does not ask for cannot stop a victim from coming back.
         slack[:, ctx.request == 0] = np.iinfo(np.int64).max // 4
         return slack
