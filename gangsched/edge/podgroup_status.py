@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gangsched.core.composite.status import COMPOSITE_CONDITION, composite_status
-from gangsched.core.decisions import SCHEDULED, Event, GroupOutcome
+from gangsched.core.decisions import SCHEDULED, WAITING, Event, GroupOutcome
 from gangsched.core.group_status import (
     UPSTREAM_CONDITION,
     desired_status,
@@ -65,6 +65,8 @@ class PodGroupStatusWriter:
     first_attempt: dict[GroupRef, str] = field(default_factory=dict)
     _first_attempt_mono: dict[GroupRef, float] = field(default_factory=dict)
     _timed_out: set[GroupRef] = field(default_factory=set)
+    #: Since when each group's outcome has been WAITING (still collecting its members).
+    _waiting_since: dict[GroupRef, float] = field(default_factory=dict)
     #: PodGroupInitiallyScheduled (CompositePodGroupInitiallyScheduled) =True as we wrote it,
     #: per group and uid: a watch event older than our write must not make us believe it is
     #: still False (it never goes back).
@@ -103,13 +105,26 @@ class PodGroupStatusWriter:
     async def sync_once(self, refs: list[GroupRef] | None = None) -> None:
         cluster = self.scheduler.cluster
         everything = [*cluster.groups, *cluster.composites]
+        now = time.monotonic()
         for ref in everything if refs is None else refs:
-            if ref.dialect not in self.versions:
+            if ref.dialect not in self.versions or self._collecting(ref, now):
                 continue
             desired = self.desired(ref)
             if desired is None or unchanged(self.current.get(ref), desired):
                 continue
             await self._write(ref, desired)
+
+    def _collecting(self, ref: GroupRef, now: float) -> bool:
+        """Whether the group has been waiting for its members for less than the actuator's
+        waiting_condition_delay: its status then waits too, as its pods' condition does.
+        Streamed gangs are complete within a second, and each member's arrival changed the
+        waiting message: (b) paced, 11 status applies per gang, most never read."""
+        outcome = self.actuator.outcomes.get(ref)
+        if outcome is None or outcome.result != WAITING:
+            self._waiting_since.pop(ref, None)
+            return False
+        since = self._waiting_since.setdefault(ref, now)
+        return now - since < self.actuator.waiting_condition_delay
 
     def desired(self, ref: GroupRef) -> JSON | None:
         composite = self.scheduler.cluster.composites.get(ref)

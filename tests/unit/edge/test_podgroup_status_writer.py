@@ -4,6 +4,7 @@ watch event older than its own True write arrives after it, for PodGroups
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,12 +12,12 @@ import pytest
 
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.status import COMPOSITE_CONDITION
-from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, GroupOutcome
-from gangsched.core.group_status import UPSTREAM_CONDITION, find_condition
+from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, WAITING, GroupOutcome
+from gangsched.core.group_status import SIGS_CONDITION, UPSTREAM_CONDITION, find_condition
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
-from tests.builders import SCHEDULER
+from tests.builders import SCHEDULER, group
 from tests.unit.composite.trees import cpg, leaf
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -72,3 +73,31 @@ async def test_a_stale_false_after_our_true_write_does_not_bring_false_back(
     await writer.sync_once([ref])  # the server's copy we saw says False: True again
     assert len(kube.applied) == count + 1
     assert find_condition(kube.applied[-1][1]["status"], condition) == written
+
+
+async def test_a_group_collecting_its_members_gets_its_status_after_the_delay() -> None:
+    """Waiting for members is written only once it lasts (the pods' condition delay): a
+    streamed gang completes first, and every arrival would otherwise rewrite the message."""
+    child = group("a", 3, dialect=Dialect.SIGS)
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=[], groups=[child])
+    actuator = SimpleNamespace(outcomes={}, pre_binding_pods=set(), waiting_condition_delay=0.2)
+    kube = ApplyRecorder()
+    writer = PodGroupStatusWriter(
+        kube=kube,  # type: ignore[arg-type]
+        scheduler=Scheduler(state),
+        actuator=actuator,  # type: ignore[arg-type]
+    )
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    ref = child.ref
+    for arrived in (1, 2):
+        actuator.outcomes[ref] = GroupOutcome(ref, WAITING, f"waiting: {arrived} of 3")
+        await writer.sync_once([ref])
+    assert kube.applied == []
+    await asyncio.sleep(0.25)
+    await writer.sync_once([ref])
+    assert len(kube.applied) == 1  # still waiting after the delay: written
+    actuator.outcomes[ref] = GroupOutcome(ref, SCHEDULED, "placed")
+    await writer.sync_once([ref])  # no longer waiting: at once
+    assert len(kube.applied) == 2
+    written = find_condition(kube.applied[-1][1]["status"], SIGS_CONDITION)
+    assert written is not None and written["status"] == "True"
