@@ -104,6 +104,8 @@ class GangProtection:
     interval: float = 1.0
     #: Seconds one budget write may take before the review goes on without it.
     write_timeout: float = 10.0
+    #: Budget writes in flight at once.
+    write_concurrency: int = 4
     health: GangHealth = field(init=False)
     #: Evictions in flight (kept referenced until done).
     _evictions: set[asyncio.Task[None]] = field(default_factory=set)
@@ -139,14 +141,28 @@ class GangProtection:
         for ref in review.released:
             log.info("stale gang released", group=ref.key)
         self._carry_out(review.decisions)
+        writes: list[tuple[Coroutine[Any, Any, None], str, GroupRef]] = []
         for ref, budget in review.budgets.items():
             if ref not in held:
-                await self._bounded(self._create(budget), "create_budget", ref)
+                writes.append((self._create(budget), "create_budget", ref))
             elif _spec_differs(held[ref], budget):
-                await self._bounded(self._update(held[ref], budget), "update_budget", ref)
+                writes.append((self._update(held[ref], budget), "update_budget", ref))
         for ref, raw in held.items():
             if ref not in review.budgets:
-                await self._bounded(self._delete(raw), "delete_budget", ref)
+                writes.append((self._delete(raw), "delete_budget", ref))
+        # A few at a time: one after another, a second's worth of newly running gangs took
+        # longer than a second to protect while binds kept the API server busy (paced (a),
+        # budgets still being created 5-13 s after the last bind).
+        slots = asyncio.Semaphore(self.write_concurrency)
+
+        async def limited(write: Coroutine[Any, Any, None], operation: str, ref: GroupRef) -> None:
+            async with slots:
+                await self._bounded(write, operation, ref)
+
+        outcomes = await asyncio.gather(*(limited(*w) for w in writes), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome  # the others are done: the review reports it (run)
         self.metrics.protected_gangs.set(len(review.budgets))
         return review
 

@@ -197,3 +197,27 @@ async def test_a_budget_write_that_never_answers_does_not_hold_the_reviews() -> 
     await asyncio.wait_for(guard.review(1.0), timeout=5)
     errors = guard.metrics.api_errors.labels("create_budget", "timeout")._value.get()
     assert errors == 2
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_budgets_of_many_gangs_are_written_a_few_at_a_time() -> None:
+    kube, cache, guard = protection(grace=10)
+    cache.nodes().replace([raw_node("n1", cpu="64")])
+    cache.pod_groups().replace([raw_pod_group(f"g{i}", 2) for i in range(10)])
+    cache.pods().replace(
+        [raw_pod(f"g{i}-{m}", group=f"g{i}", node_name="n1") for i in range(10) for m in range(2)]
+    )
+    in_flight, most = [0], [0]
+    post = kube.post
+
+    async def counted(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        in_flight[0] += 1
+        most[0] = max(most[0], in_flight[0])
+        await asyncio.sleep(0.01)
+        in_flight[0] -= 1
+        return await post(path, body)
+
+    kube.post = counted  # type: ignore[method-assign]
+    guard.write_concurrency = 3
+    await guard.review(0.0)
+    assert len(kube.verbs("poddisruptionbudgets")) == 10 and most[0] == 3
