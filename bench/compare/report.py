@@ -222,8 +222,8 @@ def cost_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
         "",
         "The control plane's cost per bound pod "
         + (
-            "from the scheduler's exec (precreated) or the first create (streamed) until "
-            "every bound pod runs and the scheduler's writes have stopped for 2 s "
+            "from the scheduler's exec until every bound pod runs and the scheduler's "
+            "writes have stopped for 2 s "
             if settled
             else "over the measured window "
         )
