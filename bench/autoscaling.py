@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.autoscaling_runs import ROOT, git_commit, run_cases
+from bench.autoscaling_runs import ROOT, run_cases
+from bench.provenance import git_commit
 
 OUT = ROOT / "bench" / "results" / "autoscaling.json"
 CASES = "scales_up_whole or kube_scheduler_gang or over_the_pool_limit or one_zone"

@@ -17,18 +17,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def git_commit() -> str:
-    """The commit the figures were measured on (short hash; empty outside a checkout)."""
-    proc = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.stdout.strip()
-
-
 def run_cases(pytest_args: list[str]) -> tuple[dict[str, Any], int]:
     """The run (load before and after, the cases' figures) and pytest's exit code."""
     with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as figures:

@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.autoscaling_runs import ROOT, git_commit, run_cases
+from bench.autoscaling_runs import ROOT, run_cases
+from bench.provenance import git_commit
 
 OUT = ROOT / "bench" / "results" / "capacity-wait.json"
 TESTS = "tests/e2e/test_autoscaling_grow.py"

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bench import core_bench, dra_bench, preemption_bench, topology_bench, volumes_bench
+from bench.provenance import git_commit
 from gangsched.core.cluster import ClusterState
 from gangsched.core.decisions import SCHEDULED, AllocateClaim, BindVolume, SelectNode
 from gangsched.core.model import GroupRef
@@ -357,24 +358,6 @@ def table(rows: Sequence[Row]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- files
-def git_commit() -> str:
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", "gangsched", "bench"],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    return out.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
-
-
 def load_baseline(path: Path) -> tuple[Measured, dict[str, Any]]:
     data = json.loads(path.read_text())
     return Measured(data["times"], data["exact"]), data
@@ -455,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     record = {
         "meta": {
             "started": started_at,
-            "git": git_commit(),
+            "git": git_commit(changes_in=("gangsched", "bench")),
             "machine": platform.machine(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),

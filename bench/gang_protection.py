@@ -19,7 +19,8 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from bench.autoscaling_runs import ROOT, git_commit, run_cases
+from bench.autoscaling_runs import ROOT, run_cases
+from bench.provenance import git_commit
 
 OUT = ROOT / "bench" / "results" / "gang-protection.json"
 TESTS = "tests/e2e/test_autoscaling_disruption.py"

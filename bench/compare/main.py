@@ -8,7 +8,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
@@ -27,6 +26,7 @@ from bench.harness import (
     HACK,
     ROOT,
 )
+from bench.provenance import git_commit
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -56,13 +56,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.json)
     meta: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "git": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            check=False,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        ).stdout.strip(),
+        "git": git_commit(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),

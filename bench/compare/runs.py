@@ -125,9 +125,6 @@ async def run_one(
                 for m in w.gangs.values()
                 for p in m[i : i + 1]
             ]
-        gang_requests = [create_request(g) for g in w.groups] + [
-            create_request(p) for p in members_in_order
-        ]
         precreate = workload == "d" or (opts.mode == "precreate" and workload in "ab")
         result["mode"] = "precreate" if precreate else "streamed"
         paced = not precreate and opts.rate > 0 and workload in "ab"
@@ -140,6 +137,10 @@ async def run_one(
                 for o in (group, *members)
             ]
             result["rate"] = opts.rate
+        else:
+            gang_requests = [create_request(g) for g in w.groups] + [
+                create_request(p) for p in members_in_order
+            ]
         watch.start(kube)
         await asyncio.sleep(0.3)
         created: dict[str, float] = {}
