@@ -69,12 +69,13 @@ def setup(min_member: int = 3, size: int = 3) -> tuple[FakeKube, ClusterCache, A
     return kube, cache, actuator
 
 
-def actuator_for(kube: FakeKube, cache: ClusterCache) -> Actuator:
+def actuator_for(kube: Any, cache: ClusterCache) -> Actuator:
+    """An actuator writing to `kube`, a test's stand-in for the API client."""
     return Actuator(
-        kube=kube,  # type: ignore[arg-type]
+        kube=kube,
         scheduler=cache.scheduler,
         cache=cache,
-        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
+        events=EventRecorder(kube=kube),
         metrics=Metrics(),
     )
 

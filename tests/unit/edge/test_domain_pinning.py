@@ -13,13 +13,11 @@ from gangsched.core.cluster import ClusterState
 from gangsched.core.domain_pinning import DOMAIN_CHOSEN, DOMAIN_GATE, DOMAIN_PIN_FAILED
 from gangsched.core.model import Dialect
 from gangsched.core.scheduler import Scheduler
-from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.domain_pinning import DomainPinner
-from gangsched.edge.events import EventRecorder
 from gangsched.edge.kube import KubeError
-from gangsched.edge.metrics import Metrics
 from tests.builders import raw_node, raw_pod, raw_pod_group
+from tests.unit.edge.test_actuator_faults import actuator_for
 
 ZONE = "topology.kubernetes.io/zone"
 MINE = {"key": "team", "operator": "In", "values": ["ml"]}
@@ -88,13 +86,7 @@ def pinner() -> tuple[FakeKube, DomainPinner]:
     )
     cache.pod_groups().replace([raw_pod_group("train", 2, topology={"required": ZONE})])
     cache.pods().replace(pods)
-    actuator = Actuator(
-        kube=kube,  # type: ignore[arg-type]
-        scheduler=cache.scheduler,
-        cache=cache,
-        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
-        metrics=Metrics(),
-    )
+    actuator = actuator_for(kube, cache)
     actuator.api_versions[Dialect.SIGS] = "scheduling.sigs.k8s.io/v1alpha1"
     pin = DomainPinner(
         kube=kube,  # type: ignore[arg-type]

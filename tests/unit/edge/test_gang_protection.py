@@ -17,12 +17,10 @@ from gangsched.core.gang_health import GangBudget, GangHealthConfig
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.preemption import build_preemptor
 from gangsched.core.scheduler import Scheduler
-from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
-from gangsched.edge.events import EventRecorder
 from gangsched.edge.gang_protection import GangProtection, budget_object, group_of_budget
-from gangsched.edge.metrics import Metrics
 from tests.builders import raw_node, raw_pdb, raw_pod, raw_pod_group
+from tests.unit.edge.test_actuator_faults import actuator_for
 
 TRAIN = GroupRef(Dialect.SIGS, "default", "train")
 
@@ -129,13 +127,7 @@ def protection(grace: float) -> tuple[FakeKube, ClusterCache, GangProtection]:
     cache.nodes().replace([raw_node("n1", cpu="8")])
     cache.pod_groups().replace([raw_pod_group("train", 3)])
     cache.pods().replace([raw_pod(f"train-{i}", group="train", node_name="n1") for i in range(3)])
-    actuator = Actuator(
-        kube=kube,  # type: ignore[arg-type]
-        scheduler=cache.scheduler,
-        cache=cache,
-        events=EventRecorder(kube=kube),  # type: ignore[arg-type]
-        metrics=Metrics(),
-    )
+    actuator = actuator_for(kube, cache)
     actuator.api_versions[Dialect.SIGS] = "scheduling.sigs.k8s.io/v1alpha1"
     guard = GangProtection(
         kube=kube,  # type: ignore[arg-type]

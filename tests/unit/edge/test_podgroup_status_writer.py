@@ -32,6 +32,19 @@ class ApplyRecorder:
         return {"status": body["status"]}
 
 
+def writer_for(state: ClusterState) -> tuple[ApplyRecorder, SimpleNamespace, PodGroupStatusWriter]:
+    """A status writer over `state`, recording its applies; the actuator holds only what the
+    writer reads (outcomes are set by each test)."""
+    actuator = SimpleNamespace(outcomes={}, pre_binding_pods=set(), waiting_condition_delay=5.0)
+    kube = ApplyRecorder()
+    writer = PodGroupStatusWriter(
+        kube=kube,  # type: ignore[arg-type]
+        scheduler=Scheduler(state),
+        actuator=actuator,  # type: ignore[arg-type]
+    )
+    return kube, actuator, writer
+
+
 @pytest.mark.parametrize(
     ("name", "condition"), [("root", COMPOSITE_CONDITION), ("a", UPSTREAM_CONDITION)]
 )
@@ -46,13 +59,7 @@ async def test_a_stale_false_after_our_true_write_does_not_bring_false_back(
         scheduler_name=SCHEDULER, nodes=[], pods=[], groups=[child], composites=[root]
     )
     ref: GroupRef = root.ref if name == "root" else child.ref
-    actuator = SimpleNamespace(outcomes={}, pre_binding_pods=set())
-    kube = ApplyRecorder()
-    writer = PodGroupStatusWriter(
-        kube=kube,  # type: ignore[arg-type]
-        scheduler=Scheduler(state),
-        actuator=actuator,  # type: ignore[arg-type]
-    )
+    kube, actuator, writer = writer_for(state)
     writer.watch(Dialect.COMPOSITE, "scheduling.k8s.io/v1alpha3")
     writer.watch(Dialect.UPSTREAM, "scheduling.k8s.io/v1alpha2")
 
@@ -80,13 +87,8 @@ async def test_a_group_collecting_its_members_gets_its_status_after_the_delay() 
     streamed gang completes first, and every arrival would otherwise rewrite the message."""
     child = group("a", 3, dialect=Dialect.SIGS)
     state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=[], groups=[child])
-    actuator = SimpleNamespace(outcomes={}, pre_binding_pods=set(), waiting_condition_delay=0.2)
-    kube = ApplyRecorder()
-    writer = PodGroupStatusWriter(
-        kube=kube,  # type: ignore[arg-type]
-        scheduler=Scheduler(state),
-        actuator=actuator,  # type: ignore[arg-type]
-    )
+    kube, actuator, writer = writer_for(state)
+    actuator.waiting_condition_delay = 0.2
     writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
     ref = child.ref
     for arrived in (1, 2):
