@@ -98,11 +98,37 @@ class Kube:
         # ~/.netrc again for every request, each time in a worker thread: about a quarter of
         # gangsched's samples while binding (py-spy, bench/README.md). The proxy is looked up
         # once above; netrc credentials could only clash with our bearer token.
-        api.rest_client.pool_manager._trust_env = False
+        session = api.rest_client.pool_manager
+        session._trust_env = False
+        _keep_connections_open(session.connector)
         return cls(api=api)
 
     async def close(self) -> None:
         await self.api.close()
+
+    async def warm(self, *, connections: int) -> None:
+        """Open `connections` connections now, for a burst of writes to come.
+
+        Over HTTP/1.1 each request in flight needs a connection of its own, and each new one
+        a TLS handshake, which costs the API server most (an RSA signature each): the first
+        gangs' binds, bindConcurrency at once, went out only after as many handshakes (0.30 s
+        between the first decision and its first bind answered, 1,600 pods waiting, issue 30).
+        client-go multiplexes its requests on one HTTP/2 connection and pays this once. Opened
+        while the informers list, the handshakes are done when the binds start; the
+        connections then wait in the pool (KEEPALIVE_S). `GET /version` is the cheapest
+        request every identity may send (system:public-info-viewer)."""
+        started = time.perf_counter()
+        answers = await asyncio.gather(
+            *(self.request_raw("GET", "/version") for _ in range(connections)),
+            return_exceptions=True,
+        )
+        failed = [answer for answer in answers if isinstance(answer, Exception)]
+        log.info(
+            "connections opened",
+            connections=len(answers) - len(failed),
+            seconds=round(time.perf_counter() - started, 3),
+            error=str(failed[0]) if failed else None,
+        )
 
     async def _send(
         self,
@@ -270,6 +296,20 @@ class Kube:
                     message=error.message,
                 )
         return error
+
+
+#: How long an idle connection waits in the pool for the next request: aiohttp closes it after
+#: 15 s, and a burst of binds after a quiet minute paid a TLS handshake per bind again. The
+#: API server closes idle connections after 90 s (k8s.io/apiserver's secure serving), so a
+#: connection we keep is still open at its next use.
+KEEPALIVE_S = 60.0
+
+
+def _keep_connections_open(connector: aiohttp.BaseConnector | None) -> None:
+    """Lengthen the pool's keep-alive (kubernetes-asyncio builds the connector with aiohttp's
+    default, and offers no setting for it)."""
+    if connector is not None and hasattr(connector, "_keepalive_timeout"):
+        connector._keepalive_timeout = KEEPALIVE_S
 
 
 #: Bytes asyncio reads from a TLS socket at once: four TLS records (16 KiB each at most).

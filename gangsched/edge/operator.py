@@ -153,6 +153,7 @@ class Operator:
     def on_leadership(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
         if leading:
+            self._warm_connections()  # a new leader's first cycles bind a burst at once
             # A new leader starts from what the API server holds: requeue every pending gang.
             self._partial_first = True
             self.scheduler.enqueue_pending(time.monotonic())
@@ -192,11 +193,18 @@ class Operator:
 
     # ------------------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        if self.may_write():  # else once leading (`on_leadership`): only a leader binds
+            self._warm_connections()
         await self.watches.start()
         self._tasks.append(asyncio.create_task(self._schedule_forever(), name="scheduling"))
         self._tasks.append(asyncio.create_task(self.status.run(), name="podgroup-status"))
         self._tasks.append(asyncio.create_task(self._protect_gangs(), name="gang-protection"))
         self._tasks.append(asyncio.create_task(self._pin_domains(), name="domain-pinning"))
+
+    def _warm_connections(self) -> None:
+        """Connections for the first bindConcurrency binds, opened while the caches fill."""
+        warm = self.kube.warm(connections=self.config.bindConcurrency)
+        self._tasks.append(asyncio.create_task(warm, name="warm-connections"))
 
     async def _protect_gangs(self) -> None:
         await self.watches.wait_synced()  # reviews of a half-listed cluster would mislead

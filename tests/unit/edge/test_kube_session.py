@@ -168,3 +168,61 @@ async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -
             None,
         ),
     ]
+
+
+async def test_warm_connections_are_the_ones_a_burst_then_uses(tmp_path: Path) -> None:
+    """`Kube.warm` opens as many connections as asked, and the burst that follows goes out
+    on them: no request of the burst waits for a new connection (a TLS handshake each)."""
+    import asyncio
+
+    from aiohttp import web
+
+    from gangsched.edge.kube import KEEPALIVE_S
+
+    connections_by_path: dict[str, set[int]] = {}
+    in_burst = asyncio.Event()
+    arrived = 0
+
+    async def version(request: web.Request) -> web.Response:
+        connections_by_path.setdefault("/version", set()).add(id(request.transport))
+        await asyncio.sleep(0.05)  # the warm requests overlap, as a burst's would
+        return web.json_response({"major": "1", "minor": "37"})
+
+    async def binding(request: web.Request) -> web.Response:
+        nonlocal arrived
+        connections_by_path.setdefault("binding", set()).add(id(request.transport))
+        arrived += 1
+        if arrived == 4:
+            in_burst.set()
+        await in_burst.wait()  # all four in flight at once
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    app = web.Application()
+    app.router.add_get("/version", version)
+    app.router.add_post("/api/v1/namespaces/ns/pods/{name}/binding", binding)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", f"http://127.0.0.1:{port}"))
+    kube = await Kube.connect(str(path))
+    try:
+        # aiohttp would close an idle connection after 15 s (the attribute must still exist).
+        connector = kube.api.rest_client.pool_manager.connector
+        assert connector._keepalive_timeout == KEEPALIVE_S  # type: ignore[union-attr]
+        await kube.warm(connections=4)
+        assert kube.requests["GET"] == 4
+        body = {"kind": "Binding", "target": {"name": "n-1"}}
+        await asyncio.wait_for(
+            asyncio.gather(
+                *(kube.post(f"/api/v1/namespaces/ns/pods/p{i}/binding", body) for i in range(4))
+            ),
+            timeout=10,
+        )
+    finally:
+        await kube.close()
+        await runner.cleanup()
+    assert len(connections_by_path["/version"]) == 4
+    assert connections_by_path["binding"] == connections_by_path["/version"]
