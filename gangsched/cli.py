@@ -81,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gangsched.edge import slim_client
 
             slim_client.install()
+            slim_client.leave_out_dev_only()
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "run":

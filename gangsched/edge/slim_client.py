@@ -30,6 +30,11 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+#: Packages a checkout's venv has only for development tools (import-linter brings `rich`)
+#: and that libraries gangsched runs import whenever present: structlog's console renderer
+#: imports rich and pygments, 0.1 s of every start before the first list could go out (-X
+#: importtime, issue 30). The image has none of them (pyproject.toml's runtime dependencies).
+DEV_ONLY = ("rich",)
 _SHELLS = ("kubernetes_asyncio", "kubernetes_asyncio.client", "kubernetes_asyncio.client.models")
 #: The real modules the shells must expose, each as the attribute other modules import.
 _NEEDED = {
@@ -86,3 +91,11 @@ def install() -> bool:
             del sys.modules[name]
         return False
     return True
+
+
+def leave_out_dev_only() -> None:
+    """Make DEV_ONLY unimportable in this process (an ImportError, which structlog takes as
+    "not installed"), unless already loaded: a `gangsched run` from a checkout then loads
+    and does what the image does."""
+    for name in DEV_ONLY:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]

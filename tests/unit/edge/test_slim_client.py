@@ -79,3 +79,36 @@ def test_a_process_holding_the_full_client_keeps_it() -> None:
 
     assert slim_client.install() is False
     assert hasattr(kubernetes_asyncio.client, "CoreV1Api")
+
+
+def test_run_leaves_out_what_only_development_tools_bring() -> None:
+    """structlog logs (console rendering, exceptions) without rich, as in the image, and
+    rich's modules are never loaded; a fresh interpreter, as `gangsched run` is."""
+    probe = textwrap.dedent(
+        """
+        import json, sys
+        from gangsched.edge import slim_client
+        slim_client.leave_out_dev_only()
+        from gangsched.edge import logs
+        logs.configure("console")
+        import structlog
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            structlog.get_logger("probe").exception("failed")
+        try:
+            import rich
+            blocked = False
+        except ImportError:
+            blocked = True
+        loaded = [n for n in sys.modules if n.startswith(("rich.", "pygments"))]
+        print(json.dumps({"blocked": blocked, "loaded": loaded}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], check=False, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ValueError: boom" in done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"blocked": True, "loaded": []}
