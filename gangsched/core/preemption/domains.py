@@ -46,6 +46,7 @@ from gangsched.core.preemption.domain_bounds import Bound, disruption_bounds
 from gangsched.core.preemption.domain_table import DomainTables
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.pdb import BudgetIndex
+from gangsched.core.preemption.slot_bounds import SlotBounds
 from gangsched.core.snapshot import Snapshot
 from gangsched.core.status import Code
 from gangsched.core.topology.bounds import domains_with_room
@@ -113,6 +114,7 @@ def preempt_across_domains(
     if not domains:
         return CannotHelp(f"topology: no domain of {key} can hold the group"), []
     bounds = _bounds(domains, base, cls, snap, key)
+    slots = SlotBounds(base=base, members=cls.pending, coarse=bounds)
     ordered = _order(
         gang=gang, domains=domains, base=base, snap=snap, cls=cls, key=key, bounds=bounds
     )
@@ -121,7 +123,9 @@ def preempt_across_domains(
     cheapest: tuple[int, int] | None = None  # (highest victim priority, disrupted) so far
 
     def turns() -> Iterator[Domain]:
-        yield from ordered[: config.max_domains]
+        # The budget's domains by their slot bound, the likely winners first (which are
+        # searched does not change, only how many lose to a set found before them).
+        yield from slots.order(ordered[: config.max_domains])
         beyond = ordered[config.max_domains :]
         if any(cheapest is None or (bounds[d.name] or _LOST) <= cheapest for d in beyond):
             # Past the budget, upstream's choice (every victim removed, the best-scored
@@ -135,7 +139,7 @@ def preempt_across_domains(
         if bound is None:
             tried.append(DomainCandidate(domain, CannotHelp(_HOPELESS)))
             continue
-        if cheapest is not None and bound > cheapest:
+        if cheapest is not None and (bound > cheapest or slots.loses(domain, cheapest)):
             # Its bound is already dearer than a verified set: it cannot win. (Not a break:
             # the nominated domain comes first and upstream's past the budget last, both
             # out of the bound's order.)
