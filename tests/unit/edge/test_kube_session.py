@@ -162,7 +162,7 @@ async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -
         ),
         (
             "GET",
-            "/api/v1/pods?labelSelector=a%3Db,c&limit=2",
+            "/api/v1/pods?labelSelector=a%3Db%2Cc&limit=2",
             "Bearer rotated",
             "application/json",
             None,
@@ -226,3 +226,42 @@ async def test_warm_connections_are_the_ones_a_burst_then_uses(tmp_path: Path) -
         await runner.cleanup()
     assert len(connections_by_path["/version"]) == 4
     assert connections_by_path["binding"] == connections_by_path["/version"]
+
+
+async def test_requests_keep_the_servers_path_prefix(tmp_path: Path) -> None:
+    """A server URL with a path (a proxy such as Rancher's, `/k8s/clusters/<id>`) keeps it
+    in front of every request's path; the query arrives as encoded."""
+    from aiohttp import web
+
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append((request.path, dict(request.query)))
+        return web.json_response({"items": []})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    path = tmp_path / "kubeconfig"
+    server = f"http://127.0.0.1:{port}/k8s/clusters/c-1/"
+    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", server))
+    kube = await Kube.connect(str(path))
+    selector = "spec.nodeName=,spec.schedulerName=a b"
+    try:
+        query = {"fieldSelector": selector, "limit": 500, "continue": "x/+=="}
+        await kube.request("GET", "/api/v1/pods", query=query)
+        await kube.get("/api/v1/nodes")
+    finally:
+        await kube.close()
+        await runner.cleanup()
+    assert seen == [
+        (
+            "/k8s/clusters/c-1/api/v1/pods",
+            {"fieldSelector": selector, "limit": "500", "continue": "x/+=="},
+        ),
+        ("/k8s/clusters/c-1/api/v1/nodes", {}),
+    ]
