@@ -12,7 +12,9 @@ The API discovery that decides which PodGroup informers exist (`/apis`, then eac
 the groups those informers come from, one round trip after another) goes out here too, and so
 do the lists of the PodGroups it finds: at 1,000 PodGroups their list was the last thing the
 first bind waited for, started only after the discovery's round trips (issue 30).
-gangsched.edge.watches reads the answers (`answer`) instead of asking again.
+gangsched.edge.watches reads the answers (`answer`) instead of asking again. The small lists
+every start makes (namespaces, PriorityClasses, budgets, the storage kinds, and DRA's where
+served) go out early too (SMALL_PATHS says why).
 
 Nothing is decided from these pages before the informers have them all: they only move the
 lists earlier. A list that fails here fails the informer's first list, which lists again as
@@ -33,6 +35,26 @@ from gangsched.edge.list_pages import ListPages
 
 #: The lists that decide how soon the first gang can be placed: the rest are small.
 EARLY_PATHS = ("/api/v1/pods", "/api/v1/nodes")
+NAMESPACES_PATH = "/api/v1/namespaces"
+PRIORITY_CLASSES_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
+BUDGETS_PATH = "/apis/policy/v1/poddisruptionbudgets"
+#: Every other list each start makes, of APIs every server serves (gangsched.edge.watches'
+#: informers; a unit test keeps the storage ones equal to gangsched.edge.volume_cache's). Small,
+#: but listed after the imports each was one more request, most on a new connection and its TLS
+#: handshake, that the caches' sync waited for: 0.3 s between the informers' start and the sync
+#: of a precreated (b) run, 1,600 pods (issue 30). Sent after the pod and node lists, on the
+#: early client's few connections.
+SMALL_PATHS = (
+    NAMESPACES_PATH,
+    PRIORITY_CLASSES_PATH,
+    BUDGETS_PATH,
+    "/api/v1/persistentvolumeclaims",
+    "/api/v1/persistentvolumes",
+    "/apis/storage.k8s.io/v1/storageclasses",
+    "/apis/storage.k8s.io/v1/csinodes",
+    "/apis/storage.k8s.io/v1/csidrivers",
+    "/apis/storage.k8s.io/v1/csistoragecapacities",
+)
 #: Pages each early list may hold before its informer exists: about 1.5 MB of JSON per
 #: 500-pod page, and more than arrive while the imports run.
 EARLY_PAGES_AHEAD = 16
@@ -48,10 +70,17 @@ POD_GROUP_API_GROUPS = (
 #: version of these groups (PodGroups; CompositePodGroups live in scheduling.k8s.io;
 #: Koordinator's ClusterNetworkTopologies).
 DRA_API = "/apis/resource.k8s.io/v1"
+#: Listed once DRA_API answers (gangsched.edge.dra_cache's DRA_INFORMERS; a test keeps them
+#: equal).
+DRA_PATHS = tuple(
+    f"{DRA_API}/{kind}"
+    for kind in ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+)
 DISCOVERY_GROUPS = (*POD_GROUP_API_GROUPS, "scheduling.koordinator.sh")
-#: Connections of the early client: the pod and node lists, the discovery requests and the
-#: PodGroup lists (they hold one each only while in flight).
-EARLY_CONNECTIONS = 8
+#: Connections of the early client: the pod and node lists, the small lists, the discovery
+#: requests and the PodGroup lists (they hold one each only while in flight), none waiting
+#: for another's connection.
+EARLY_CONNECTIONS = 16
 
 
 def serving_version(group: JSON, documents: Mapping[str, JSON], resource: str) -> str:
@@ -89,7 +118,8 @@ class EarlyLists:
         except Exception:  # reported by the operator's own connection, as without this
             return cls()
         lists = {
-            path: ListPages(kube, path, ahead=EARLY_PAGES_AHEAD).start() for path in EARLY_PATHS
+            path: ListPages(kube, path, ahead=EARLY_PAGES_AHEAD).start()
+            for path in (*EARLY_PATHS, *SMALL_PATHS)
         }
         early = cls(kube, lists)
         early.discovery = asyncio.create_task(early._discover(kube), name="early discovery")
@@ -140,6 +170,9 @@ class EarlyLists:
                 if version:
                     path = f"/apis/{version}/podgroups"
                     self.lists[path] = ListPages(kube, path, ahead=EARLY_PAGES_AHEAD).start()
+        if DRA_API.removeprefix("/apis/") in documents:  # served: gangsched.edge.watches lists
+            for path in DRA_PATHS:
+                self.lists[path] = ListPages(kube, path, ahead=EARLY_PAGES_AHEAD).start()
 
     async def close(self) -> None:
         """Once the informers have synced (or the process stops): the lists not taken are

@@ -23,7 +23,13 @@ from gangsched.core.model import Dialect
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
-from gangsched.edge.early_lists import EarlyLists, serving_version
+from gangsched.edge.early_lists import (
+    BUDGETS_PATH,
+    NAMESPACES_PATH,
+    PRIORITY_CLASSES_PATH,
+    EarlyLists,
+    serving_version,
+)
 from gangsched.edge.informer import Informer
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.metrics import Metrics
@@ -80,15 +86,15 @@ class Watches:
     async def start(self) -> None:
         self._add("pods", "/api/v1/pods", self.cache.pods())
         self._add("nodes", "/api/v1/nodes", self.cache.nodes())
-        self._add("namespaces", "/api/v1/namespaces", self.cache.namespaces())
+        self._add("namespaces", NAMESPACES_PATH, self.cache.namespaces())
         self._add(
             "priorityclasses",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            PRIORITY_CLASSES_PATH,
             self.cache.priority_classes(),
         )
         self._add(
             "poddisruptionbudgets",
-            "/apis/policy/v1/poddisruptionbudgets",
+            BUDGETS_PATH,
             self.cache.budgets(),
         )
         for name, path, handler in STORAGE_INFORMERS:

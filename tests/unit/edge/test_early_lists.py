@@ -8,17 +8,20 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gangsched.edge.dra_cache import RESOURCE_API
+from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API
 from gangsched.edge.early_lists import (
     DISCOVERY_GROUPS,
     DRA_API,
+    DRA_PATHS,
     EARLY_PATHS,
     POD_GROUP_API_GROUPS,
+    SMALL_PATHS,
     EarlyLists,
     serving_version,
 )
 from gangsched.edge.kube import KubeError
 from gangsched.edge.network_topology_cache import API_VERSION as NETWORK_TOPOLOGY_API
+from gangsched.edge.volume_cache import STORAGE_INFORMERS
 from gangsched.edge.watches import POD_GROUP_GROUPS
 from tests.builders import kubeconfig_file
 
@@ -34,7 +37,7 @@ async def test_lists_are_handed_over_once_and_closed(tmp_path: Path) -> None:
     # informer taking the list sees the failure and lists again.
     kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", server="http://127.0.0.1:9")
     early = await EarlyLists.start(str(kubeconfig))
-    assert early.kube is not None and set(early.lists) == set(EARLY_PATHS)
+    assert early.kube is not None and set(early.lists) == {*EARLY_PATHS, *SMALL_PATHS}
     pods = early.take("/api/v1/pods")
     assert pods is not None and early.take("/api/v1/pods") is None
     with pytest.raises(OSError):  # aiohttp's ClientConnectorError is an OSError
@@ -46,6 +49,8 @@ async def test_lists_are_handed_over_once_and_closed(tmp_path: Path) -> None:
 
 def test_the_early_discovery_asks_what_the_watches_read() -> None:
     assert tuple(POD_GROUP_GROUPS) == POD_GROUP_API_GROUPS
+    assert {path for _, path, _ in STORAGE_INFORMERS} <= set(SMALL_PATHS)
+    assert {path for _, path, _ in DRA_INFORMERS} == set(DRA_PATHS)
     assert DRA_API == RESOURCE_API
     assert NETWORK_TOPOLOGY_API.partition("/")[0] in DISCOVERY_GROUPS
 
@@ -117,3 +122,38 @@ async def test_discovery_and_the_pod_group_lists_go_out_early(tmp_path: Path) ->
         await early.close()
         await runner.cleanup()
     assert early.kube is None and early.lists == {} and early.gets == {}
+
+
+async def test_dra_lists_go_out_early_where_dra_is_served(tmp_path: Path) -> None:
+    served: list[str] = []
+
+    async def answer(request: web.Request) -> web.Response:
+        served.append(request.path)
+        if request.path == "/apis":
+            return web.json_response({"groups": []})
+        if request.path == DRA_API:
+            return web.json_response({"resources": [{"name": "resourceclaims"}]})
+        return web.json_response({"items": [], "metadata": {}})
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", server=f"http://127.0.0.1:{port}")
+    early = await EarlyLists.start(str(kubeconfig))
+    try:
+        await early.discovered()
+        assert set(early.lists) == {*EARLY_PATHS, *SMALL_PATHS, *DRA_PATHS}
+        claims = early.take(f"{DRA_API}/resourceclaims")
+        assert claims is not None
+        assert await claims.next() == b'{"items": [], "metadata": {}}'
+        budgets = early.take(SMALL_PATHS[2])
+        assert budgets is not None
+        assert await budgets.next() == b'{"items": [], "metadata": {}}'
+    finally:
+        await early.close()
+        await runner.cleanup()
+    assert f"{DRA_API}/resourceclaims" in served
