@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 
 import numpy as np
@@ -44,6 +45,16 @@ Bound = tuple[int, int] | None
 _Offer = tuple[list[int], list[tuple[int, int]]]
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class VictimRows:
+    """The victims' capacity per (unit, node) pair, as `engine.Problem` lays it out: node
+    index, unit position in the table, and the pods' summed request vector."""
+
+    node: np.ndarray
+    unit: np.ndarray
+    vec: np.ndarray
+
+
 def disruption_bounds(
     *,
     domains: Sequence[Domain],
@@ -51,15 +62,40 @@ def disruption_bounds(
     need: np.ndarray,
     table: VictimTable,
     snap: Snapshot,
+    rows: VictimRows | None = None,
 ) -> dict[str, Bound]:
     """Per domain name, the bound for placing members that together request `need`.
 
-    `of_node` maps a node index to its position in `domains` (negative: none)."""
+    `of_node` maps a node index to its position in `domains` (negative: none). `rows`, the
+    table's rows when the caller has them, spare a pass over every victim pod."""
     width = len(need)
     free = np.clip(snap.allocatable[:, :width] - snap.requested[:, :width], 0, None)
     deficits = [np.clip(need - free[d.nodes].sum(axis=0), 0, None) for d in domains]
-    # Per domain, each unit holding capacity there with what it frees there: one pass over
-    # the victims' pods, whatever the number of domains.
+    # Rows leave out requests of a resource no node has (`Problem`): their amounts there
+    # count only where the members need some of it (a deficit), else the rows will do.
+    nowhere = ~snap.allocatable[:, :width].any(axis=0)
+    held = (
+        _held_by_rows(of_node, rows, table, width)
+        if rows is not None and not need[nowhere].any()
+        else _held_by_pods(of_node, table, snap, width)
+    )
+    empty: tuple[list[VictimUnit], np.ndarray] = ([], np.zeros((0, width), dtype=np.int64))
+    bounds: dict[str, Bound] = {}
+    for position, (domain, deficit) in enumerate(zip(domains, deficits, strict=True)):
+        if not deficit.any():
+            bounds[domain.name] = (NO_VICTIMS, 0)
+            continue
+        bounds[domain.name] = _domain_bound(deficit, *held.get(position, empty))
+    return bounds
+
+
+#: Per domain position, the units holding capacity there (table order) and, row by row,
+#: what each frees there.
+_Held = dict[int, tuple[list[VictimUnit], np.ndarray]]
+
+
+def _held_by_pods(of_node: np.ndarray, table: VictimTable, snap: Snapshot, width: int) -> _Held:
+    """One pass over the victims' pods, whatever the number of domains."""
     freed: dict[int, dict[int, tuple[VictimUnit, np.ndarray]]] = {}
     for index, unit in enumerate(table.units):
         for pod, node in unit.placed:
@@ -70,34 +106,62 @@ def disruption_bounds(
             here = freed.setdefault(position, {})
             held = here.get(index)
             here[index] = (unit, vector.copy() if held is None else held[1] + vector)
-    bounds: dict[str, Bound] = {}
-    for position, (domain, deficit) in enumerate(zip(domains, deficits, strict=True)):
-        if not deficit.any():
-            bounds[domain.name] = (NO_VICTIMS, 0)
-            continue
-        bounds[domain.name] = _domain_bound(deficit, list(freed.get(position, {}).values()))
-    return bounds
+    return {
+        position: ([unit for unit, _ in here.values()], np.stack([v for _, v in here.values()]))
+        for position, here in freed.items()
+    }
 
 
-def _domain_bound(deficit: np.ndarray, here: list[tuple[VictimUnit, np.ndarray]]) -> Bound:
+def _held_by_rows(of_node: np.ndarray, rows: VictimRows, table: VictimTable, width: int) -> _Held:
+    """The same from the (unit, node) rows: their sums per (domain, unit), by array
+    operations (the pass over 30,000 pods took a fifth of a 250-rack decision)."""
+    position = of_node[rows.node]
+    inside = np.flatnonzero(position >= 0)
+    count = max(len(table.units), 1)
+    key = position[inside].astype(np.int64) * count + rows.unit[inside]
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    if not key.size:
+        return {}
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sums = np.add.reduceat(rows.vec[inside[order], :width], starts, axis=0)
+    owners = (key[starts] % count).tolist()
+    positions = key[starts] // count
+    cuts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1], True])
+    units = table.units
+    return {
+        int(positions[lo]): ([units[u] for u in owners[lo:hi]], sums[lo:hi])
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)
+    }
+
+
+def _domain_bound(deficit: np.ndarray, units: list[VictimUnit], freed: np.ndarray) -> Bound:
     columns = [int(c) for c in np.flatnonzero(deficit)]
-    for level in sorted({unit.priority for unit, _ in here}):
-        allowed = [(unit, vector) for unit, vector in here if unit.priority <= level]
+    priority = np.fromiter((unit.priority for unit in units), np.int64, len(units))
+    for level in sorted(set(priority.tolist())):
+        allowed = np.flatnonzero(priority <= level)
         # Whether the level frees enough is decided on the real sums: the offers below
         # count spare pods twice, which only a cost bound may do.
-        if not np.all(np.sum([vector for _, vector in allowed], axis=0) >= deficit):
+        if not np.all(freed[allowed].sum(axis=0) >= deficit):
             continue
+        chosen = [units[i] for i in allowed.tolist()]
         # The offers free at least the real sums, so each column can be covered.
-        return (level, max(_least_cover(int(deficit[c]), *_offer(allowed, c)) for c in columns))
+        return (
+            level,
+            max(
+                _least_cover(int(deficit[c]), *_offer(chosen, freed[allowed, c].tolist()))
+                for c in columns
+            ),
+        )
     return None
 
 
-def _offer(allowed: list[tuple[VictimUnit, np.ndarray]], column: int) -> _Offer:
+def _offer(allowed: list[VictimUnit], freed: list[int]) -> _Offer:
+    """The offer of the units `allowed`, each freeing `freed` (its row) in one column."""
     pods: list[int] = []
     wholes: list[tuple[int, int]] = []
     gangs: dict[GroupRef, tuple[Quorum, list[int]]] = {}
-    for unit, vector in allowed:
-        amount = int(vector[column])
+    for unit, amount in zip(allowed, freed, strict=True):
         quorum = unit.quorum
         if quorum is not None:
             gangs.setdefault(quorum.ref, (quorum, []))[1].append(amount)

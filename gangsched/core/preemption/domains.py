@@ -42,7 +42,7 @@ from gangsched.core.preemption.cost import (
     ranking,
     victim_cost,
 )
-from gangsched.core.preemption.domain_bounds import Bound, disruption_bounds
+from gangsched.core.preemption.domain_bounds import Bound, VictimRows, disruption_bounds
 from gangsched.core.preemption.domain_table import DomainTables
 from gangsched.core.preemption.engine import Candidate, CannotHelp, Problem
 from gangsched.core.preemption.pdb import BudgetIndex
@@ -324,8 +324,10 @@ def _bounds(
     remap = np.array([position.get(d.name, -1) for d in split.domains] + [-1], dtype=np.intp)
     vectors = np.stack([snap.vector(pod) for pod in cls.pending])
     need = np.sort(vectors, axis=0)[: min(cls.need, len(cls.pending))].sum(axis=0)
+    rows = VictimRows(base.row_node, base.row_unit, base.row_vec)
+    of_node = remap[split.of_node]
     return disruption_bounds(
-        domains=domains, of_node=remap[split.of_node], need=need, table=base.table, snap=snap
+        domains=domains, of_node=of_node, need=need, table=base.table, snap=snap, rows=rows
     )
 
 

@@ -115,7 +115,7 @@ class SlotBounds:
 _LOST = (2**62, 0)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _View:
     """A domain's nodes (local positions) and the victims' rows there, on the members'
     request columns."""

@@ -25,7 +25,7 @@ from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import DisruptionMode
 from gangsched.core.plugins import build_framework
 from gangsched.core.preemption.cost import victim_cost
-from gangsched.core.preemption.domain_bounds import Bound, disruption_bounds
+from gangsched.core.preemption.domain_bounds import Bound, VictimRows, disruption_bounds
 from gangsched.core.preemption.engine import PreemptionConfig, Problem
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.slot_bounds import SlotBounds
@@ -223,6 +223,32 @@ def test_no_domain_is_said_to_lose_to_what_its_own_cheapest_set_costs(spec: Spec
             continue  # no set places every member: whatever the bound, the domain loses
         assert level is not None and level <= cheapest, (domain.name, level, cheapest)
         assert not slots.loses(domain, cheapest), (domain.name, level, cheapest)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(specs())
+def test_domain_bounds_from_the_rows_are_those_from_the_pods(spec: Spec) -> None:
+    # The domain search gives `disruption_bounds` the victims' rows (`Problem`), which spare
+    # a pass over every pod: the same bounds, whatever the racks hold.
+    state = build(spec)
+    base = base_problem(state)
+    snap = state.snapshot
+    split = partition(snap, RACK)
+    for members in range(1, len(base.gang.pending) + 1):
+        need = np.sum([snap.vector(p) for p in base.gang.pending[:members]], axis=0)
+        rows = VictimRows(base.row_node, base.row_unit, base.row_vec)
+        found = [
+            disruption_bounds(
+                domains=split.domains,
+                of_node=split.of_node,
+                need=need,
+                table=base.table,
+                snap=snap,
+                rows=given,
+            )
+            for given in (None, rows)
+        ]
+        assert found[0] == found[1]
 
 
 def example(
