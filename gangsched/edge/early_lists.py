@@ -13,8 +13,9 @@ the groups those informers come from, one round trip after another) goes out her
 do the lists of the PodGroups it finds: at 1,000 PodGroups their list was the last thing the
 first bind waited for, started only after the discovery's round trips (issue 30).
 gangsched.edge.watches reads the answers (`answer`) instead of asking again. The small lists
-every start makes (namespaces, PriorityClasses, budgets, the storage kinds, and DRA's where
-served) go out early too (SMALL_PATHS says why).
+every start makes (namespaces, PriorityClasses, budgets, the storage kinds; DRA's,
+CompositePodGroups and ClusterNetworkTopologies where served) go out early too (SMALL_PATHS
+says why).
 
 Nothing is decided from these pages before the informers have them all: they only move the
 lists earlier. A list that fails here fails the informer's first list, which lists again as
@@ -77,6 +78,13 @@ DRA_PATHS = tuple(
     for kind in ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
 )
 DISCOVERY_GROUPS = (*POD_GROUP_API_GROUPS, "scheduling.koordinator.sh")
+#: Lists of kinds only some clusters serve, started once the early discovery shows them served
+#: (gangsched.edge.watches' CompositePodGroup and ClusterNetworkTopology informers; a test keeps
+#: the paths equal): (group version, resource).
+SERVED_LISTS = (
+    ("scheduling.k8s.io/v1alpha3", "compositepodgroups"),
+    ("scheduling.koordinator.sh/v1alpha1", "clusternetworktopologies"),
+)
 #: Connections of the early client: the pod and node lists, the small lists, the discovery
 #: requests and the PodGroup lists (they hold one each only while in flight), none waiting
 #: for another's connection.
@@ -172,6 +180,11 @@ class EarlyLists:
                     self.lists[path] = ListPages(kube, path, ahead=EARLY_PAGES_AHEAD).start()
         if DRA_API.removeprefix("/apis/") in documents:  # served: gangsched.edge.watches lists
             for path in DRA_PATHS:
+                self.lists[path] = ListPages(kube, path, ahead=EARLY_PAGES_AHEAD).start()
+        for group_version, resource in SERVED_LISTS:
+            document = documents.get(group_version) or {}
+            if any(r.get("name") == resource for r in document.get("resources") or []):
+                path = f"/apis/{group_version}/{resource}"
                 self.lists[path] = ListPages(kube, path, ahead=EARLY_PAGES_AHEAD).start()
 
     async def close(self) -> None:

@@ -15,14 +15,16 @@ from gangsched.edge.early_lists import (
     DRA_PATHS,
     EARLY_PATHS,
     POD_GROUP_API_GROUPS,
+    SERVED_LISTS,
     SMALL_PATHS,
     EarlyLists,
     serving_version,
 )
 from gangsched.edge.kube import KubeError
 from gangsched.edge.network_topology_cache import API_VERSION as NETWORK_TOPOLOGY_API
+from gangsched.edge.network_topology_cache import PATH as NETWORK_TOPOLOGY_PATH
 from gangsched.edge.volume_cache import STORAGE_INFORMERS
-from gangsched.edge.watches import POD_GROUP_GROUPS
+from gangsched.edge.watches import COMPOSITE_API_VERSION, POD_GROUP_GROUPS
 from tests.builders import kubeconfig_file
 
 
@@ -51,6 +53,10 @@ def test_the_early_discovery_asks_what_the_watches_read() -> None:
     assert tuple(POD_GROUP_GROUPS) == POD_GROUP_API_GROUPS
     assert {path for _, path, _ in STORAGE_INFORMERS} <= set(SMALL_PATHS)
     assert {path for _, path, _ in DRA_INFORMERS} == set(DRA_PATHS)
+    assert {f"/apis/{version}/{resource}" for version, resource in SERVED_LISTS} == {
+        f"/apis/{COMPOSITE_API_VERSION}/compositepodgroups",
+        NETWORK_TOPOLOGY_PATH,
+    }
     assert DRA_API == RESOURCE_API
     assert NETWORK_TOPOLOGY_API.partition("/")[0] in DISCOVERY_GROUPS
 
@@ -124,15 +130,19 @@ async def test_discovery_and_the_pod_group_lists_go_out_early(tmp_path: Path) ->
     assert early.kube is None and early.lists == {} and early.gets == {}
 
 
-async def test_dra_lists_go_out_early_where_dra_is_served(tmp_path: Path) -> None:
+async def test_dra_and_composite_lists_go_out_early_where_served(tmp_path: Path) -> None:
     served: list[str] = []
+    versions = [{"groupVersion": "scheduling.k8s.io/v1alpha3"}]
+    scheduling = {"name": "scheduling.k8s.io", "versions": versions}
 
     async def answer(request: web.Request) -> web.Response:
         served.append(request.path)
         if request.path == "/apis":
-            return web.json_response({"groups": []})
+            return web.json_response({"groups": [scheduling]})
         if request.path == DRA_API:
             return web.json_response({"resources": [{"name": "resourceclaims"}]})
+        if request.path == "/apis/scheduling.k8s.io/v1alpha3":
+            return web.json_response({"resources": [{"name": "compositepodgroups"}]})
         return web.json_response({"items": [], "metadata": {}})
 
     app = web.Application()
@@ -146,7 +156,8 @@ async def test_dra_lists_go_out_early_where_dra_is_served(tmp_path: Path) -> Non
     early = await EarlyLists.start(str(kubeconfig))
     try:
         await early.discovered()
-        assert set(early.lists) == {*EARLY_PATHS, *SMALL_PATHS, *DRA_PATHS}
+        composites = "/apis/scheduling.k8s.io/v1alpha3/compositepodgroups"
+        assert set(early.lists) == {*EARLY_PATHS, *SMALL_PATHS, *DRA_PATHS, composites}
         claims = early.take(f"{DRA_API}/resourceclaims")
         assert claims is not None
         assert await claims.next() == b'{"items": [], "metadata": {}}'
