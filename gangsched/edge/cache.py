@@ -78,6 +78,9 @@ class ClusterCache:
     #: Called with (ref, status) on every PodGroup event: the status writer compares with the
     #: server's copy (kopf's own PodGroup watches did it, at 3 ms of CPU per event, issue 30).
     on_group_status: Callable[[GroupRef, JSON], None] | None = None
+    #: Called with the ref of a deleted PodGroup or CompositePodGroup: what others keep per
+    #: group goes with it (a scheduler running for months sees every Job's group come and go).
+    on_group_deleted: Callable[[GroupRef], None] | None = None
     #: Whether the log already said that Volcano queues are ignored (said once per process).
     _volcano_queue_noted: bool = False
     _fingerprints: dict[str, PodFingerprint] = field(default_factory=dict)
@@ -432,6 +435,8 @@ class ClusterCache:
         if ref is None:
             return
         self.cluster.delete_group(ref)
+        if self.on_group_deleted is not None:
+            self.on_group_deleted(ref)
         self.scheduler.queue.activate(self.scheduler.unit_key(ref))
         self.wake()  # its members now wait for it: say so at once
 

@@ -74,6 +74,8 @@ class CompositeCache:
         self.cache.forgive(COMPOSITE_KIND, object_key(obj))
         ref = _ref(obj)
         self.cache.cluster.delete_composite(ref)
+        if self.cache.on_group_deleted is not None:
+            self.cache.on_group_deleted(ref)
         self._requeue()
 
 

@@ -129,6 +129,7 @@ class Operator:
             may_write=self._may_write,
         )
         self.cache.on_group_status = self.status.observed
+        self.cache.on_group_deleted = self.status.forget
         self.composite_cache.on_status = self.status.observed
         self.cache.on_problem = self._report_problem
         self.watches = Watches(

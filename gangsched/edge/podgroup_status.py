@@ -82,6 +82,21 @@ class PodGroupStatusWriter:
         if started and ref not in self.first_attempt:
             self.first_attempt[ref] = str(started)
 
+    def forget(self, ref: GroupRef) -> None:
+        """The group was deleted: nothing is kept for it here, nor its outcome (read only
+        here) in the actuator. Before, every deleted group left an entry in each map."""
+        for kept in (
+            self.current,
+            self.first_attempt,
+            self._first_attempt_mono,
+            self._waiting_since,
+            self._initially_scheduled,
+        ):
+            kept.pop(ref, None)
+        self._timed_out.discard(ref)
+        self.actuator.outcomes.pop(ref, None)
+        self.actuator.changed_groups.discard(ref)
+
     async def run(self) -> None:
         """Write the groups whose outcome changed as soon as it does; sweep every group each
         `interval` for what only member pods change (running, succeeded, failed counts)."""

@@ -16,8 +16,9 @@ from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, WAITING, GroupOut
 from gangsched.core.group_status import SIGS_CONDITION, UPSTREAM_CONDITION, find_condition
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
+from gangsched.edge.cache import ClusterCache
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
-from tests.builders import SCHEDULER, group
+from tests.builders import SCHEDULER, group, raw_pod_group
 from tests.unit.composite.trees import cpg, leaf
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -103,3 +104,30 @@ async def test_a_group_collecting_its_members_gets_its_status_after_the_delay() 
     assert len(kube.applied) == 2
     written = find_condition(kube.applied[-1][1]["status"], SIGS_CONDITION)
     assert written is not None and written["status"] == "True"
+
+
+async def test_a_deleted_group_leaves_nothing_behind() -> None:
+    """A scheduler running for months sees every Job's PodGroup come and go: the cache tells
+    the writer (as the operator wires it), which drops the group's state and its outcome."""
+    state = ClusterState(scheduler_name=SCHEDULER)
+    _, actuator, writer = writer_for(state)
+    actuator.changed_groups = set()
+    cache = ClusterCache(writer.scheduler)
+    cache.on_group_status = writer.observed
+    cache.on_group_deleted = writer.forget
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    raw = raw_pod_group("g", 2)
+    raw["status"] = {"scheduleStartTime": "2026-11-27T00:00:00Z"}
+    cache.pod_groups().upsert(raw)
+    ref = GroupRef(Dialect.SIGS, "default", "g")
+    actuator.outcomes[ref] = GroupOutcome(ref, WAITING, "1 of 2 members")
+    actuator.changed_groups.add(ref)
+    await writer.sync_once([ref])  # collecting: remembered since when
+    assert ref in writer.current and ref in writer.first_attempt
+    assert ref in writer._waiting_since
+
+    cache.pod_groups().delete(raw)
+    assert ref not in writer.current and ref not in writer.first_attempt
+    assert ref not in writer._waiting_since
+    assert ref not in actuator.outcomes and ref not in actuator.changed_groups
+    assert ref not in state.groups
