@@ -1163,6 +1163,11 @@ TARGETS = (
         preemption_decision("b", 1000),
     ),
     Target(
+        "preemption (d): decision < 1 s, both strategies (issue 30)",
+        ("preemption.json",),
+        preemption_decision("d", 1000),
+    ),
+    Target(
         "preemption (c): mincost never costlier than kep",
         ("preemption.json",),
         mincost_never_costlier,
