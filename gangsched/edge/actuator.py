@@ -42,6 +42,7 @@ from gangsched.edge.metrics import Metrics
 from gangsched.edge.pod_writes import POD_GROUP_API_VERSIONS, PodWriter, pod_path, split_key
 from gangsched.edge.prebind import PreBindStage, WriteBack
 from gangsched.edge.volume_writebacks import volume_write_backs
+from gangsched.edge.write_gate import WriteGate
 
 log = structlog.get_logger("gangsched.actuator")
 
@@ -78,10 +79,12 @@ class Actuator:
     binds_pending: int = 0
     #: Set while binds_pending is below bind_concurrency (see `bind_backlog_full`).
     bind_room: asyncio.Event = field(default_factory=asyncio.Event)
+    _gates: list[WriteGate] = field(default_factory=list)
     pods: PodWriter = field(init=False)
 
     def __post_init__(self) -> None:
         self.bind_room.set()
+        self.events.gate = self.write_gate()
         self.pods = PodWriter(
             kube=self.kube,
             scheduler=self.scheduler,
@@ -178,6 +181,14 @@ class Actuator:
         read); `regarding` overrides the reference built from the cache."""
         self._spawn(self.pods.event(event, regarding))
 
+    def write_gate(self) -> WriteGate:
+        """A gate for one kind of write that follows binds (events, gang budgets, PodGroup
+        status): a few at a time while binds are unanswered. One per kind, so that one kind's
+        backlog (an event per gang) does not hold another (the budgets) behind it."""
+        gate = WriteGate(binding=lambda: self.binds_pending > 0)
+        self._gates.append(gate)
+        return gate
+
     def bind_backlog_full(self) -> bool:
         """Whether binds have piled up beyond twice what goes out at once. The scheduling
         loop then waits for `bind_room` before its next cycle: cycles run on the event loop
@@ -196,6 +207,9 @@ class Actuator:
         self.binds_pending -= 1
         if self.binds_pending < self.bind_concurrency:
             self.bind_room.set()
+        if self.binds_pending == 0:
+            for gate in self._gates:
+                gate.wake()  # every bind answered: more deferred writes at once
 
     @property
     def in_flight(self) -> int:

@@ -3,14 +3,12 @@
 A gang retried every few seconds would otherwise post the same FailedScheduling event each
 time and flood etcd; kube-scheduler's recorder aggregates for the same reason. An identical
 event (same object, reason and note) is posted at most once per `dedupe_seconds`, and a token
-bucket caps the overall rate. A few at a time: events are told after the fact, and a burst of
-them (one per gang bound, 200 at once at a start with 1,000 pending gangs) would take the API
-server's time from the binds they report (issue 30).
+bucket caps the overall rate. They go out through the actuator's WriteGate: a few at a time
+while binds are unanswered (gangsched.edge.write_gate says why).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ import structlog
 
 from gangsched.core.decisions import Event
 from gangsched.edge.kube import JSON, Kube, KubeError
+from gangsched.edge.write_gate import WriteGate
 
 log = structlog.get_logger("gangsched.events")
 
@@ -57,14 +56,13 @@ class EventRecorder:
     dedupe_seconds: float = 600.0
     rate_per_second: float = 50.0
     burst: float = 200.0
-    #: Events in flight at once.
-    concurrency: int = 4
+    #: How many events are in flight at once (the operator gives the actuator's).
+    gate: WriteGate = field(default_factory=WriteGate)
     clock: Callable[[], float] = time.monotonic
     _recent: dict[tuple[str, str, str, str], float] = field(default_factory=dict)
     _tokens: float = 200.0
     _refilled: float = 0.0
     dropped: int = 0
-    _slots: asyncio.Semaphore | None = None
 
     def should_post(self, event: Event) -> bool:
         now = self.clock()
@@ -113,10 +111,8 @@ class EventRecorder:
         }
         if related is not None:
             body["related"] = related.as_json()
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrency)
         try:
-            async with self._slots:
+            async with self.gate.slot():
                 await self.kube.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
         except KubeError as exc:
             log.warning(

@@ -31,6 +31,7 @@ from gangsched.edge.actuator import Actuator
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.metrics import Metrics
+from gangsched.edge.write_gate import WriteGate
 
 log = structlog.get_logger("gangsched.gang_protection")
 
@@ -104,8 +105,8 @@ class GangProtection:
     interval: float = 1.0
     #: Seconds one budget write may take before the review goes on without it.
     write_timeout: float = 10.0
-    #: Budget writes in flight at once.
-    write_concurrency: int = 4
+    #: How many budget writes go out at once (the operator gives one of the actuator's).
+    gate: WriteGate = field(default_factory=WriteGate)
     health: GangHealth = field(init=False)
     #: Evictions in flight (kept referenced until done).
     _evictions: set[asyncio.Task[None]] = field(default_factory=set)
@@ -150,13 +151,13 @@ class GangProtection:
         for ref, raw in held.items():
             if ref not in review.budgets:
                 writes.append((self._delete(raw), "delete_budget", ref))
-        # A few at a time: one after another, a second's worth of newly running gangs took
-        # longer than a second to protect while binds kept the API server busy (paced (a):
-        # up to 394 of 1,000 budgets created after the last bind, the last 2.5-10.6 s after).
-        slots = asyncio.Semaphore(self.write_concurrency)
 
+        # Through a gate of the actuator's (gangsched.edge.write_gate): a few at a time while
+        # binds are unanswered, more after. One after another, a second's worth of newly running
+        # gangs took longer than a second to protect while binds kept the API server busy
+        # (paced (a): up to 394 of 1,000 budgets created after the last bind).
         async def limited(write: Coroutine[Any, Any, None], operation: str, ref: GroupRef) -> None:
-            async with slots:
+            async with self.gate.slot():
                 await self._bounded(write, operation, ref)
 
         outcomes = await asyncio.gather(*(limited(*w) for w in writes), return_exceptions=True)

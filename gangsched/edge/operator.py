@@ -112,6 +112,7 @@ class Operator:
             scheduler=self.scheduler,
             actuator=self.actuator,
             may_write=self._may_write,
+            gate=self.actuator.write_gate(),
         )
         self.protection = GangProtection(
             kube=self.kube,
@@ -120,6 +121,7 @@ class Operator:
             metrics=self.metrics,
             config=self.config.gangHealth.settings(),
             may_write=self._may_write,
+            gate=self.actuator.write_gate(),
         )
         self.domain_pinner = DomainPinner(
             kube=self.kube,

@@ -318,3 +318,45 @@ async def test_bind_backlog_is_counted_until_every_bind_is_answered() -> None:
     await actuator.drain()
     assert actuator.binds_pending == 0 and actuator.bind_room.is_set()
     assert not actuator.bind_backlog_full()
+
+
+async def test_each_kind_of_deferred_write_waits_at_its_own_gate_until_the_last_bind() -> None:
+    """While the gang's binds are unanswered, budget writes go a few at a time through their
+    own gate (not behind the events' backlog); the last bind answered lets the waiting ones go."""
+    kube, cache, actuator = setup()
+    budgets = actuator.write_gate()
+    assert budgets is not actuator.events.gate
+    budgets.while_binding, budgets.otherwise = 1, 3
+    release = asyncio.Event()
+    started: list[int] = []
+
+    async def budget(i: int) -> None:
+        async with budgets.slot():
+            started.append(i)
+            await release.wait()
+
+    bind_answered = asyncio.Event()
+    post = kube.post
+
+    async def slow_bind(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("/binding"):
+            await bind_answered.wait()
+        return await post(path, body)
+
+    kube.post = slow_bind  # type: ignore[method-assign]
+    decide(cache, actuator)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert actuator.binds_pending == 3
+    writes = [asyncio.create_task(budget(i)) for i in range(4)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert started == [0]  # binds unanswered: one at a time
+    bind_answered.set()
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert actuator.binds_pending == 0 and started == [0, 1, 2]
+    release.set()
+    await asyncio.gather(*writes)
+    await actuator.drain()
+    assert started == [0, 1, 2, 3] and budgets.in_flight == 0

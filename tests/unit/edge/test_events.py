@@ -7,6 +7,7 @@ import re
 
 from gangsched.core.decisions import Event
 from gangsched.edge.events import EventRecorder, ObjectRef, event_time
+from gangsched.edge.write_gate import WriteGate
 
 
 class Clock:
@@ -71,7 +72,7 @@ async def test_few_events_are_in_flight_at_once() -> None:
             self.posted += 1
 
     kube = SlowKube()
-    recorder = EventRecorder(kube=kube, concurrency=4)  # type: ignore[arg-type]
+    recorder = EventRecorder(kube=kube, gate=WriteGate(while_binding=4, otherwise=4))  # type: ignore[arg-type]
     ref = ObjectRef("PodGroup", "default", "g", "scheduling.x-k8s.io/v1alpha1", "uid")
     posts = [
         asyncio.create_task(

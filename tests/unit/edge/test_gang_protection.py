@@ -19,6 +19,7 @@ from gangsched.core.preemption import build_preemptor
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.gang_protection import GangProtection, budget_object, group_of_budget
+from gangsched.edge.write_gate import WriteGate
 from tests.builders import raw_node, raw_pdb, raw_pod, raw_pod_group
 from tests.unit.edge.test_actuator_faults import actuator_for
 
@@ -210,6 +211,6 @@ async def test_budgets_of_many_gangs_are_written_a_few_at_a_time() -> None:
         return await post(path, body)
 
     kube.post = counted  # type: ignore[method-assign]
-    guard.write_concurrency = 3
+    guard.gate = WriteGate(while_binding=3, otherwise=3)
     await guard.review(0.0)
     assert len(kube.verbs("poddisruptionbudgets")) == 10 and most[0] == 3

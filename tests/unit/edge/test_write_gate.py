@@ -1,0 +1,86 @@
+"""The deferred writes' gate: a few at a time while binds are unanswered, more after, granted
+in arrival order, and no slot lost to a write cancelled while waiting."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gangsched.edge.write_gate import WriteGate
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_few_while_binding_more_once_every_bind_is_answered() -> None:
+    binding = [True]
+    gate = WriteGate(binding=lambda: binding[0], while_binding=2, otherwise=5)
+    release = asyncio.Event()
+    started: list[int] = []
+
+    async def write(i: int) -> None:
+        async with gate.slot():
+            started.append(i)
+            await release.wait()
+
+    writes = [asyncio.create_task(write(i)) for i in range(8)]
+    await _settle()
+    assert started == [0, 1] and gate.in_flight == 2
+    binding[0] = False
+    gate.wake()  # the actuator's last bind answered
+    await _settle()
+    assert started == [0, 1, 2, 3, 4] and gate.in_flight == 5
+    release.set()
+    await asyncio.gather(*writes)
+    assert started == list(range(8)) and gate.in_flight == 0
+
+
+async def test_a_write_cancelled_while_waiting_takes_no_slot() -> None:
+    gate = WriteGate(while_binding=1, otherwise=1)
+    release = asyncio.Event()
+    done: list[int] = []
+
+    async def write(i: int) -> None:
+        async with gate.slot():
+            await release.wait()
+            done.append(i)
+
+    first = asyncio.create_task(write(0))
+    await _settle()
+    waiting = [asyncio.create_task(write(i)) for i in (1, 2)]
+    await _settle()
+    waiting[0].cancel()
+    await _settle()
+    release.set()
+    await asyncio.gather(first, waiting[1])
+    with pytest.raises(asyncio.CancelledError):
+        await waiting[0]
+    assert done == [0, 2] and gate.in_flight == 0
+
+
+async def test_a_write_cancelled_as_its_slot_was_granted_hands_it_on() -> None:
+    gate = WriteGate(while_binding=1, otherwise=1)
+    gate.in_flight = 1  # a write holds the only slot
+    done: list[int] = []
+
+    async def write(i: int) -> None:
+        async with gate.slot():
+            done.append(i)
+
+    second = asyncio.create_task(write(1))
+    third = asyncio.create_task(write(2))
+    await _settle()
+    assert done == [] and gate.in_flight == 1
+    gate.in_flight -= 1  # the holder is done: its slot goes to `second`...
+    gate.wake()
+    second.cancel()  # ...cancelled before it could run
+    await _settle()
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    await asyncio.wait_for(third, timeout=5)  # a lost slot would leave it waiting
+    assert done == [2] and gate.in_flight == 0
