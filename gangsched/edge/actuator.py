@@ -182,8 +182,8 @@ class Actuator:
         self._spawn(self.pods.event(event, regarding))
 
     def write_gate(self) -> WriteGate:
-        """A gate for one kind of write that follows binds (events, gang budgets, PodGroup
-        status): a few at a time while binds are unanswered. One per kind, so that one kind's
+        """A gate for one kind of write that follows binds (events, gang budgets): a few at a
+        time while binds are unanswered. One per kind, so that one kind's
         backlog (an event per gang) does not hold another (the budgets) behind it."""
         gate = WriteGate(binding=lambda: self.binds_pending > 0)
         self._gates.append(gate)

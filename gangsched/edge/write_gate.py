@@ -1,5 +1,5 @@
-"""How many of the writes that follow binds go out at once: few while binds are unanswered,
-more once every bind is answered.
+"""How many of the writes that follow binds (events, gang budgets) go out at once: few while
+binds are unanswered, more once every bind is answered.
 
 Events reporting a gang's binds and the budget protecting a running gang are written after the
 fact. Among the first binds of a start with 1,000 pending gangs, 200 events at once took the

@@ -18,7 +18,6 @@ from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
-from gangsched.edge.write_gate import WriteGate
 from tests.builders import SCHEDULER, group, raw_pod_group
 from tests.unit.composite.trees import cpg, leaf
 
@@ -133,27 +132,3 @@ async def test_a_deleted_group_leaves_nothing_behind() -> None:
     assert ref not in actuator.outcomes and ref not in actuator.changed_groups
     assert ref not in state.groups
 
-
-async def test_a_sweep_writes_many_groups_a_few_at_a_time() -> None:
-    """Not one after another (1,000 running gangs took 15 s after the last bind), and not
-    all at once: through the actuator's gate."""
-    groups = [group(f"g{i}", 1) for i in range(10)]
-    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=[], groups=groups)
-    kube, actuator, writer = writer_for(state)
-    writer.gate = WriteGate(while_binding=3, otherwise=3)
-    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
-    in_flight, most = [0], [0]
-    apply = kube.apply
-
-    async def slow(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        in_flight[0] += 1
-        most[0] = max(most[0], in_flight[0])
-        await asyncio.sleep(0.01)
-        in_flight[0] -= 1
-        return await apply(path, body)
-
-    kube.apply = slow  # type: ignore[method-assign]
-    for g in groups:
-        actuator.outcomes[g.ref] = GroupOutcome(g.ref, SCHEDULED, "placed")
-    await writer.sync_once()
-    assert len(kube.applied) == 10 and most[0] == 3
