@@ -740,6 +740,9 @@ TABLES: dict[str, Table] = {
     "compare-issue30-paced": one(
         "compare-issue30-paced.json", compare_table("compare-issue30-paced.json")
     ),
+    "compare-issue30-noprotection": one(
+        "compare-issue30-noprotection.json", compare_table("compare-issue30-noprotection.json")
+    ),
     "compare-topology": Table(TOPOLOGY_RUNS, seeds_table(*TOPOLOGY_RUNS)),
     "restart-50k": one("restart-50k-quiet.json", restart_table("restart-50k-quiet.json")),
     "restart-150k": one("restart-150k.json", restart_table("restart-150k.json")),
