@@ -314,9 +314,9 @@ class Kube:
 
 
 #: How long an idle connection waits in the pool for the next request: aiohttp closes it after
-#: 15 s, and a burst of binds after a quiet minute paid a TLS handshake per bind again. The
-#: API server closes idle connections after 90 s (k8s.io/apiserver's secure serving), so a
-#: connection we keep is still open at its next use.
+#: 15 s, so a burst of binds after a quiet quarter minute would pay a TLS handshake per bind
+#: again. The API server closes idle connections after 90 s (k8s.io/apiserver's secure
+#: serving), so a connection we keep is still open at its next use.
 KEEPALIVE_S = 60.0
 
 
