@@ -131,4 +131,3 @@ async def test_a_deleted_group_leaves_nothing_behind() -> None:
     assert ref not in writer._waiting_since
     assert ref not in actuator.outcomes and ref not in actuator.changed_groups
     assert ref not in state.groups
-
