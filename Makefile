@@ -82,8 +82,9 @@ prometheus-binaries:
 # driving it on a local control plane (tests/e2e/test_clients_*.py). Kept out of `make test`:
 # the first run builds each client from its Go module (hack/build-clients.sh, 3-7 minutes
 # each on 2 cores, then cached in ~/.cache/gangsched/clients/). Karpenter, also pinned in
-# hack/clients/versions.env, is built by karpenter-binary for e2e-autoscaling, not here.
-CLIENTS ?= $(filter-out karpenter,$(shell hack/build-clients.sh --list))
+# hack/clients/versions.env, is built by karpenter-binary for e2e-autoscaling, not here, and
+# scheduler-plugins' controller by bench.compare, which runs it beside Coscheduling.
+CLIENTS ?= $(filter-out karpenter scheduler-plugins-controller,$(shell hack/build-clients.sh --list))
 clients-binaries:
 	hack/build-clients.sh $(CLIENTS)
 

@@ -26,6 +26,31 @@ from gangsched.edge.kube import Kube
 LOADGEN_SRC = ROOT / "bench" / "loadgen"
 FLOW_SCHEMA = "bench-scheduler"
 KS_SA = ("kube-system", "kube-scheduler-bench")
+#: scheduler-plugins' controller beside Coscheduling: its own ServiceAccount, so its requests are
+#: told apart from the harness's and counted with the scheduler's (the FlowSchema below).
+CO_CONTROLLER_SA = ("kube-system", "scheduler-plugins-controller")
+#: The chart's ClusterRole for that controller (manifests/install/charts/as-a-second-scheduler/
+#: templates/rbac.yaml of scheduler-plugins v0.33.5, without the optional SySched rules).
+CO_CONTROLLER_RULES: list[dict[str, list[str]]] = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+    {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "verbs": ["create", "get", "update"],
+    },
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
+    {
+        "apiGroups": ["topology.node.k8s.io"],
+        "resources": ["noderesourcetopologies"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["scheduling.x-k8s.io"],
+        "resources": ["podgroups", "elasticquotas", "podgroups/status", "elasticquotas/status"],
+        "verbs": ["get", "list", "watch", "create", "delete", "update", "patch"],
+    },
+]
 
 
 # ---------------------------------------------------------------------------- plumbing
@@ -114,13 +139,15 @@ class Env:
 
 
 async def prepare_cluster(env: Env, kube: Kube) -> None:
-    """What every run has, whichever scheduler: gangsched's CRDs/RBAC, a ServiceAccount for
-    kube-scheduler, the FlowSchema that attributes the scheduler's requests, priorities."""
+    """What every run has, whichever scheduler: gangsched's CRDs/RBAC, ServiceAccounts for
+    kube-scheduler and scheduler-plugins' controller, the FlowSchema that attributes the
+    scheduler's requests (and that controller's), priorities."""
     install_gangsched(env.cluster)
     await kube.post("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
     await kube.post(
         f"/api/v1/namespaces/{KS_SA[0]}/serviceaccounts", {"metadata": {"name": KS_SA[1]}}
     )
+    await install_controller_rbac(kube)
     await kube.post(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
         {
@@ -163,6 +190,13 @@ async def prepare_cluster(env: Env, kube: Kube) -> None:
                                 "kind": "ServiceAccount",
                                 "serviceAccount": {"namespace": KS_SA[0], "name": KS_SA[1]},
                             },
+                            {
+                                "kind": "ServiceAccount",
+                                "serviceAccount": {
+                                    "namespace": CO_CONTROLLER_SA[0],
+                                    "name": CO_CONTROLLER_SA[1],
+                                },
+                            },
                         ],
                         "resourceRules": [everything],
                         "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
@@ -180,6 +214,29 @@ async def prepare_cluster(env: Env, kube: Kube) -> None:
                 "preemptionPolicy": "PreemptLowerPriority",
             },
         )
+
+
+async def install_controller_rbac(kube: Kube) -> None:
+    """scheduler-plugins' controller's ServiceAccount bound to the chart's ClusterRole for it,
+    so it runs with the rights it has as installed."""
+    namespace, name = CO_CONTROLLER_SA
+    await kube.post(f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": name}})
+    await kube.post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        {"metadata": {"name": name}, "rules": CO_CONTROLLER_RULES},
+    )
+    await kube.post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [{"kind": "ServiceAccount", "namespace": namespace, "name": name}],
+        },
+    )
 
 
 def announce_kept(cluster: Cluster) -> None:

@@ -17,6 +17,7 @@ from bench.compare.measure import ApiCounts, Watch, load_average, wait_running, 
 from bench.compare.schedulers import (
     Launch,
     PySpy,
+    Running,
     client_requests,
     prepare_launch,
     queued_pods,
@@ -36,7 +37,6 @@ from bench.compare.workloads import (
 )
 from bench.harness import (
     Cluster,
-    SchedulerProcess,
     connect,
     create_nodes,
     percentile,
@@ -98,7 +98,7 @@ async def run_one(
         return await run_list_floor(env, round_no)
     run_dir = env.cluster.dir / f"run-{workload}-{scheduler}-{round_no}"
     watch = Watch()
-    running: SchedulerProcess | None = None
+    running: Running | None = None
     spy: PySpy | None = None
     result: dict[str, Any] = {
         "workload": workload,
@@ -148,7 +148,7 @@ async def run_one(
             created = await env.post_all(gang_requests)
             await asyncio.sleep(1.0)
         before = await asyncio.to_thread(ApiCounts.read, env)
-        cpu_before = 0.0
+        cpu_before = controller_cpu_before = 0.0
         t_start = time.time()
         running = start(launch)
         if opts.profile is not None and launch.kind == "gangsched":
@@ -164,6 +164,7 @@ async def run_one(
         if not precreate:
             await asyncio.sleep(2.0)  # informers synced on both sides before the burst
             cpu_before = running.cpu_seconds()
+            controller_cpu_before = running.controller_cpu_seconds()
             t_start = time.time()
             created = await env.post_all(gang_requests, rate=opts.rate if paced else 0.0)
         result["create_s"] = round(
@@ -216,6 +217,10 @@ async def run_one(
         result["rss_peak_mib"] = round(running.rss_peak_mib(), 1)
         result["cpu_s"] = round(running.cpu_seconds() - cpu_before, 2)
         result["cpu_s_total"] = round(running.cpu_seconds(), 2)
+        if launch.controller is not None:  # Coscheduling as installed: its requests are counted
+            result["controller"] = launch.controller.kind
+            controller_cpu = running.controller_cpu_seconds()
+            result["controller_cpu_s"] = round(controller_cpu - controller_cpu_before, 2)
         binds = sorted(watch.bound_at[n] for n in names if n in watch.bound_at)
         bound = len(binds)
         result["complete"] = done

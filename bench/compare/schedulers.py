@@ -1,21 +1,24 @@
 """Launching gangsched, kube-scheduler or scheduler-plugins' Coscheduling for one run:
 everything but the exec is prepared beforehand, so the clock that starts at exec measures the
-scheduler and nothing else."""
+scheduler and nothing else. Coscheduling runs as its chart installs it: the scheduler and
+scheduler-plugins' controller (which writes the PodGroups' status), started and stopped
+together, both counted in its column."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import subprocess
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from bench.compare.cluster import KS_SA, Env
+from bench.compare.cluster import CO_CONTROLLER_SA, KS_SA, Env
 from bench.compare.measure import samples
 from bench.compare.workloads import CO_NAME, KS_NAME, KUBE_SCHEDULERS
 from bench.harness import (
@@ -25,6 +28,16 @@ from bench.harness import (
 )
 from devtools import gangsched as gangsched_process
 from devtools.processes import free_ports, http_get, wait_ready_async
+
+#: hack/clients/versions.env's names for scheduler-plugins' scheduler and controller (one
+#: module, two binaries); each is built into <name>-<version>/bin/ with the module's src/.
+CO_SCHEDULER = "scheduler-plugins"
+CO_CONTROLLER = "scheduler-plugins-controller"
+ELASTIC_QUOTA_CRD = "src/config/crd/bases/scheduling.x-k8s.io_elasticquotas.yaml"
+ELASTIC_QUOTA_NAME = "elasticquotas.scheduling.x-k8s.io"
+#: The controller's log line once its PodGroup reconciler's caches have synced (controller-
+#: runtime's "Starting workers"): its readyz answers before that.
+CONTROLLER_SYNCED = ("Starting workers", '"podgroup"')
 
 
 def write_kubeconfig(env: Env, path: Path, token: str, user: str) -> None:
@@ -47,6 +60,8 @@ class Launch:
     metrics_url: str
     ready_url: str
     kind: str
+    #: Coscheduling: scheduler-plugins' controller, started beside the scheduler.
+    controller: Launch | None = None
 
 
 def prepare_launch(env: Env, scheduler: str, run_dir: Path) -> Launch:
@@ -89,7 +104,7 @@ leaderElection:
 """
     if scheduler == "coscheduling":
         config.write_text(connection + COSCHEDULING_PROFILE)
-        binary = scheduler_plugins_binary()
+        binary = scheduler_plugins_build(CO_SCHEDULER) / "bin" / "kube-scheduler-plugins"
         # Built on Kubernetes 1.33's libraries: the 1.37 gates are unknown to it, and its DRA
         # plugin would list resource.k8s.io/v1beta1, which this API server does not serve.
         gates = "DynamicResourceAllocation=false"
@@ -113,7 +128,63 @@ leaderElection:
         "1",
     ]
     url = f"https://127.0.0.1:{metrics}"
-    return Launch(argv, run_dir / f"{scheduler}.log", url, f"{url}/readyz", scheduler)
+    launch = Launch(argv, run_dir / f"{scheduler}.log", url, f"{url}/readyz", scheduler)
+    if scheduler == "coscheduling":
+        launch.controller = prepare_controller(env, run_dir)
+    return launch
+
+
+def prepare_controller(env: Env, run_dir: Path) -> Launch:
+    """scheduler-plugins' controller as its chart deploys it (no arguments but leader election,
+    off by default), with a kubeconfig of its own ServiceAccount and its metrics and probe
+    servers on free loopback ports."""
+    build = scheduler_plugins_build(CO_CONTROLLER)
+    # Its ElasticQuota reconciler watches a kind this cluster does not serve otherwise (the
+    # chart installs both CRDs): without it the manager's caches never sync and it exits.
+    env.cluster.kubectl("apply", "-f", str(build / ELASTIC_QUOTA_CRD))
+    env.cluster.kubectl(
+        "wait", "--for", "condition=Established", "--timeout=60s", "crd/" + ELASTIC_QUOTA_NAME
+    )
+    kubeconfig = run_dir / f"{CO_CONTROLLER}.kubeconfig"
+    write_kubeconfig(env, kubeconfig, sa_token(env, *CO_CONTROLLER_SA), CO_CONTROLLER_SA[1])
+    metrics, probe = free_ports(2)
+    return controller_launch(
+        binary=build / "bin" / CO_CONTROLLER,
+        kubeconfig=kubeconfig,
+        run_dir=run_dir,
+        metrics_port=metrics,
+        probe_port=probe,
+        kind=build.name,
+    )
+
+
+def controller_launch(
+    *,
+    binary: Path,
+    kubeconfig: Path,
+    run_dir: Path,
+    metrics_port: int,
+    probe_port: int,
+    kind: str = CO_CONTROLLER,
+) -> Launch:
+    """The controller's command line: the chart's (leader election off), its kubeconfig, and
+    its controller-runtime metrics and probe servers (plain HTTP) on loopback."""
+    argv = [
+        str(binary),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--metricsAddr",
+        f"127.0.0.1:{metrics_port}",
+        "--probeAddr",
+        f"127.0.0.1:{probe_port}",
+    ]
+    return Launch(
+        argv,
+        run_dir / f"{CO_CONTROLLER}.log",
+        f"http://127.0.0.1:{metrics_port}",
+        f"http://127.0.0.1:{probe_port}/readyz",
+        kind,
+    )
 
 
 #: scheduler-plugins' documented Coscheduling profile (manifests/coscheduling/
@@ -137,38 +208,85 @@ COSCHEDULING_PROFILE = f"""profiles:
 """
 
 
-def scheduler_plugins_binary() -> Path:
-    """scheduler-plugins' kube-scheduler, built from its Go module by hack/build-clients.sh
+def scheduler_plugins_build(name: str) -> Path:
+    """The directory hack/build-clients.sh built NAME into (bin/, src/), from its Go module
     (cached; a missing one is built, which takes minutes the first time)."""
     proc = subprocess.run(
-        [str(HACK / "build-clients.sh"), "scheduler-plugins"],
+        [str(HACK / "build-clients.sh"), name],
         capture_output=True,
         text=True,
         check=False,
     )
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise RuntimeError(
-            f"hack/build-clients.sh scheduler-plugins failed:\n{proc.stderr[-2000:]}"
-        )
+        raise RuntimeError(f"hack/build-clients.sh {name} failed:\n{proc.stderr[-2000:]}")
     root = Path(proc.stdout.strip().splitlines()[-1])
-    built = sorted(root.glob("scheduler-plugins-v*/bin/kube-scheduler-plugins"))
+    built = sorted(root.glob(f"{name}-v*/BUILT"))
     if not built:
-        raise RuntimeError(f"hack/build-clients.sh left no scheduler-plugins binary under {root}")
-    return built[-1]
+        raise RuntimeError(f"hack/build-clients.sh left no {name} build under {root}")
+    return built[-1].parent
 
 
-def start(launch: Launch) -> SchedulerProcess:
+@dataclass
+class Running(SchedulerProcess):
+    """The scheduler's process and, for Coscheduling, its controller's: either one exiting
+    fails the run, and both are stopped together. Its CPU and memory are the scheduler's."""
+
+    controller: SchedulerProcess | None = field(default=None)
+
+    def controller_cpu_seconds(self) -> float:
+        return self.controller.cpu_seconds() if self.controller is not None else 0.0
+
+    def alive(self) -> None:
+        super().alive()
+        if self.controller is not None:
+            self.controller.alive()
+
+    def stop(self) -> None:
+        super().stop()
+        if self.controller is not None:
+            self.controller.stop()
+
+
+def exec_process(launch: Launch) -> SchedulerProcess:
     process = subprocess.Popen(
         launch.argv, stdout=launch.log.open("wb"), stderr=subprocess.STDOUT, cwd=ROOT
     )
     return SchedulerProcess(process, launch.metrics_url, launch.log)
 
 
-async def wait_ready(running: SchedulerProcess, launch: Launch, timeout: float = 180) -> float:
-    """The wall-clock time the scheduler answered its readiness URL."""
-    if await wait_ready_async(launch.ready_url, alive=running.alive, timeout=timeout):
+def start(launch: Launch) -> Running:
+    """The controller, if any, then the scheduler, both on the run's clock."""
+    controller = exec_process(launch.controller) if launch.controller is not None else None
+    scheduler = exec_process(launch)
+    return Running(scheduler.process, scheduler.metrics_url, scheduler.log, controller)
+
+
+async def wait_ready(running: Running, launch: Launch, timeout: float = 180) -> float:
+    """The wall-clock time the scheduler answered its readiness URL and, for Coscheduling, its
+    controller its own and had its PodGroup caches synced (whichever came last)."""
+    deadline = time.monotonic() + timeout
+    if not await wait_ready_async(launch.ready_url, alive=running.alive, timeout=timeout):
+        raise TimeoutError(f"{launch.kind} not ready")
+    controller = launch.controller
+    if controller is None:
         return time.time()
-    raise TimeoutError(f"{launch.kind} not ready")
+    left = max(deadline - time.monotonic(), 1.0)
+    if not await wait_ready_async(controller.ready_url, alive=running.alive, timeout=left):
+        raise TimeoutError(f"{controller.kind} not ready")
+    while time.monotonic() < deadline:
+        running.alive()
+        if controller_synced(controller.log):
+            return time.time()
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"{controller.kind}: PodGroup caches not synced (see {controller.log})")
+
+
+def controller_synced(log: Path) -> bool:
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return False
+    return any(all(part in line for part in CONTROLLER_SYNCED) for line in text.splitlines())
 
 
 def scheduler_metrics_text(launch: Launch) -> str:
@@ -180,10 +298,26 @@ def scheduler_metrics_text(launch: Launch) -> str:
 
 def client_requests(launch: Launch) -> dict[str, float]:
     """The scheduler's own count of its requests, per verb (a cross-check of the API
-    server's)."""
-    text = scheduler_metrics_text(launch)
+    server's), its controller's added (Coscheduling's column is both)."""
+    by = requests_by_verb(
+        scheduler_metrics_text(launch), gangsched=launch.kind not in KUBE_SCHEDULERS
+    )
+    if launch.controller is not None:
+        for verb, count in controller_requests(launch.controller).items():
+            by[verb] = by.get(verb, 0.0) + count
+    return by
+
+
+def controller_requests(controller: Launch) -> dict[str, float]:
+    """The controller's own count of its requests, per verb (client-go's, as kube-scheduler)."""
+    return requests_by_verb(scheduler_metrics_text(controller), gangsched=False)
+
+
+def requests_by_verb(text: str, *, gangsched: bool) -> dict[str, float]:
+    """Requests per verb from a scrape: gangsched's counter, or client-go's (kube-scheduler,
+    scheduler-plugins' scheduler and controller)."""
     by: defaultdict[str, float] = defaultdict(float)
-    if launch.kind not in KUBE_SCHEDULERS:
+    if gangsched:
         for labels, v in samples(text, "gangsched_api_requests_total"):
             by[labels.get("verb", "")] += v
     else:
