@@ -199,5 +199,15 @@ async def wait_running(kube: Kube, timeout: float = 600) -> None:
     raise TimeoutError("bound pods not Running")
 
 
+async def podgroup_phases(kube: Kube, api: str) -> dict[str, int]:
+    """How many of the run's PodGroups (of group/version `api`) are in each status.phase ("" for
+    none yet) when the run ends: how far their status writer got by then."""
+    phases: defaultdict[str, int] = defaultdict(int)
+    listed = await kube.get(f"/apis/{api}/namespaces/{NAMESPACE}/podgroups")
+    for group in listed.get("items") or []:
+        phases[str((group.get("status") or {}).get("phase") or "")] += 1
+    return dict(phases)
+
+
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]

@@ -13,8 +13,16 @@ from typing import Any
 
 from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_cluster
 from bench.compare.latency import stages
-from bench.compare.measure import ApiCounts, Watch, load_average, wait_running, wait_until
+from bench.compare.measure import (
+    ApiCounts,
+    Watch,
+    load_average,
+    podgroup_phases,
+    wait_running,
+    wait_until,
+)
 from bench.compare.schedulers import (
+    CO_PODGROUP_API,
     Launch,
     PySpy,
     Running,
@@ -221,6 +229,8 @@ async def run_one(
             result["controller"] = launch.controller.kind
             controller_cpu = running.controller_cpu_seconds()
             result["controller_cpu_s"] = round(controller_cpu - controller_cpu_before, 2)
+            # How far its PodGroups' status got by the time the counters were read.
+            result["podgroup_phases"] = await podgroup_phases(kube, CO_PODGROUP_API)
         binds = sorted(watch.bound_at[n] for n in names if n in watch.bound_at)
         bound = len(binds)
         result["complete"] = done

@@ -38,6 +38,8 @@ ELASTIC_QUOTA_NAME = "elasticquotas.scheduling.x-k8s.io"
 #: The controller's log line once its PodGroup reconciler's caches have synced (controller-
 #: runtime's "Starting workers"): its readyz answers before that.
 CONTROLLER_SYNCED = ("Starting workers", '"podgroup"')
+#: The PodGroups that controller writes the status of (Coscheduling's workload's).
+CO_PODGROUP_API = "scheduling.x-k8s.io/v1alpha1"
 
 
 def write_kubeconfig(env: Env, path: Path, token: str, user: str) -> None:

@@ -3,14 +3,18 @@ the scheduler, started and stopped with it, its requests counted in the column."
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from bench.compare import schedulers
+from bench.compare.measure import podgroup_phases
 from bench.compare.schedulers import (
     CO_CONTROLLER,
+    CO_PODGROUP_API,
     Launch,
     client_requests,
     controller_launch,
@@ -18,6 +22,7 @@ from bench.compare.schedulers import (
     requests_by_verb,
     start,
 )
+from gangsched.edge.kube import Kube
 
 CLIENT_GO_SCRAPE = """\
 # TYPE rest_client_requests_total counter
@@ -147,3 +152,29 @@ def test_other_schedulers_start_alone(tmp_path: Path) -> None:
         assert running.controller_cpu_seconds() == 0.0
     finally:
         running.stop()
+
+
+class ListingKube:
+    """Answers the one LIST podgroup_phases makes, and remembers its path."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+        self.paths: list[str] = []
+
+    async def get(self, path: str) -> dict[str, Any]:
+        self.paths.append(path)
+        return {"items": self.items}
+
+
+def test_podgroup_phases_count_how_far_the_status_writer_got() -> None:
+    kube = ListingKube(
+        [
+            {"status": {"phase": "Running", "running": 3}},
+            {"status": {"phase": "Pending"}},
+            {"status": {"phase": "Pending"}},
+            {"metadata": {"name": "never-written"}},
+        ]
+    )
+    phases = asyncio.run(podgroup_phases(cast(Kube, kube), CO_PODGROUP_API))
+    assert phases == {"Running": 1, "Pending": 2, "": 1}
+    assert kube.paths == ["/apis/scheduling.x-k8s.io/v1alpha1/namespaces/bench/podgroups"]
