@@ -112,6 +112,7 @@ class Operator:
             scheduler=self.scheduler,
             actuator=self.actuator,
             may_write=self._may_write,
+            gate=self.actuator.write_gate(),
         )
         self.protection = GangProtection(
             kube=self.kube,

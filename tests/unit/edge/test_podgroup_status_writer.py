@@ -5,6 +5,7 @@ watch event older than its own True write arrives after it, for PodGroups
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,9 +17,11 @@ from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, WAITING, GroupOut
 from gangsched.core.group_status import SIGS_CONDITION, UPSTREAM_CONDITION, find_condition
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
+from gangsched.edge import podgroup_status
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
-from tests.builders import SCHEDULER, group, raw_pod_group
+from gangsched.edge.write_gate import WriteGate
+from tests.builders import SCHEDULER, group, pod, raw_pod_group
 from tests.unit.composite.trees import cpg, leaf
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -131,3 +134,69 @@ async def test_a_deleted_group_leaves_nothing_behind() -> None:
     assert ref not in writer._waiting_since
     assert ref not in actuator.outcomes and ref not in actuator.changed_groups
     assert ref not in state.groups
+
+
+async def test_a_gang_whose_members_are_starting_is_written_once_they_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bound members still starting would change the status again at each start: it waits
+    until they run (one write, the settled phase), or STARTING_HOLD_S if they take longer."""
+    monkeypatch.setattr(podgroup_status, "STARTING_HOLD_S", 0.2)
+    child = group("a", 2, dialect=Dialect.SIGS)
+    members = [pod(f"a-{i}", group="a", node_name="n1", phase="Pending") for i in range(2)]
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=members, groups=[child])
+    kube, actuator, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    ref = child.ref
+    actuator.outcomes[ref] = GroupOutcome(ref, SCHEDULED, "placed")
+    await writer.sync_once([ref])
+    assert kube.applied == []  # both bound, neither started
+
+    state.upsert_pod(dataclasses.replace(members[0], phase="Running"))
+    await writer.sync_once()
+    assert kube.applied == []  # one still starting
+    state.upsert_pod(dataclasses.replace(members[1], phase="Running"))
+    await writer.sync_once()
+    assert [body["status"]["phase"] for _, body in kube.applied] == ["Running"]
+
+    # A member that takes longer to start (an image pull) holds the status no longer than
+    # the hold: the group's status then says where it is.
+    other = group("b", 1, dialect=Dialect.SIGS)
+    slow = pod("b-0", group="b", node_name="n1", phase="Pending")
+    state.upsert_group(other)
+    state.upsert_pod(slow)
+    actuator.outcomes[other.ref] = GroupOutcome(other.ref, SCHEDULED, "placed")
+    await writer.sync_once([other.ref])
+    assert len(kube.applied) == 1
+    await asyncio.sleep(0.25)
+    await writer.sync_once([other.ref])
+    assert len(kube.applied) == 2
+    assert kube.applied[-1][1]["status"]["phase"] == "Scheduled"
+
+
+async def test_a_sweep_writes_through_the_gate() -> None:
+    """The statuses a sweep finds changed go out together, as many at once as the gate
+    allows, each group once."""
+    groups = [group(f"g{i}", 1, dialect=Dialect.SIGS) for i in range(6)]
+    running = [pod(f"g{i}-0", group=f"g{i}", node_name="n1") for i in range(6)]
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=running, groups=groups)
+    kube, actuator, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    writer.gate = WriteGate(while_binding=2, otherwise=2)
+    in_flight, peak = 0, 0
+    recorded = kube.apply
+
+    async def slow_apply(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return await recorded(path, body)
+
+    kube.apply = slow_apply  # type: ignore[method-assign]
+    for g in groups:
+        actuator.outcomes[g.ref] = GroupOutcome(g.ref, SCHEDULED, "placed")
+    await writer.sync_once()
+    assert peak == 2
+    assert sorted(path.split("/")[-2] for path, _ in kube.applied) == [f"g{i}" for i in range(6)]
