@@ -13,7 +13,9 @@ gets the workload in its own dialect:
 * ``coscheduling``: scheduler-plugins v0.33.5's kube-scheduler (built from its Go module by
   hack/build-clients.sh) with Coscheduling configured as its docs say (every extension point,
   its queue sort, a 10 s permit wait), ``scheduling.x-k8s.io`` PodGroups (``minMember``) and
-  the ``scheduling.x-k8s.io/pod-group`` pod label, schedulerName scheduler-plugins-coscheduling.
+  the ``scheduling.x-k8s.io/pod-group`` pod label, schedulerName scheduler-plugins-coscheduling;
+  run as its chart installs it, with scheduler-plugins' controller (which writes the PodGroups'
+  status) started beside the scheduler and counted in its column.
 
 Workloads (sizes from ``--size default|small`` and per-field overrides, see SIZES):
 
