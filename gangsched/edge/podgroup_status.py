@@ -11,13 +11,16 @@ in between survives (a merge patch of the whole `conditions` list would erase it
 Our PodGroup informers deliver the server's copy of every dialect's (gangsched.edge.cache), so
 we compare against what the API server holds, not only against what we wrote last.
 
-A group whose members are bound but still starting changes again within moments (each member
-that starts changes its running count, and with all of them its phase), so its status waits
-until they have started, for at most STARTING_HOLD_S: one write per gang instead of one per
-step. That rule, not the pace of the writes, is what coalesces them, so the writes of a sweep
-go out together through a WriteGate (issue 30: one after another, the statuses of 1,000 gangs
-bound in 20 s were written until 34 s after the last bind, and everything the API server did
-meanwhile counted against the run).
+A group whose members are bound but still starting changes again and again (each member that
+starts changes its counts, and the last its phase), so while any member is starting its status
+is written at most once per STARTING_HOLD_S: a gang whose pods start within that is written
+once, in its settled state; one pulling large images is written when the hold ends, then at
+most once per hold until its pods run. That rule, not the pace of the writes, is what
+coalesces them, so the writes of a sweep go out together through a WriteGate (issue 30: one
+after another, the statuses of 1,000 gangs bound in 20 s were written until 34 s after the last
+bind, everything the API server did meanwhile counting against the run; together without the
+rule, 2.4 writes per gang, as kwok started the pods of a precreated (a) run up to 30 s after
+their binds).
 """
 
 from __future__ import annotations
@@ -53,10 +56,11 @@ if TYPE_CHECKING:  # the actuator imports nothing from here; keep the type only
 log = structlog.get_logger("gangsched.podgroup_status")
 
 
-#: How long a group's status may wait for its bound members to start (see the module's
-#: docstring). Longer than kwok or a cached image takes to start a pod, shorter than the
-#: interval at which anyone would poll a group's phase; a pulling image is written after it.
-STARTING_HOLD_S = 5.0
+#: How long a group's status waits while its members start (see the module's docstring): a
+#: phase ("Scheduled") that lasts only until the pods run is not worth an API write per gang
+#: while other gangs bind. Nothing is held for a group none of whose members is starting
+#: (running, failed, finished, or unschedulable gangs).
+STARTING_HOLD_S = 30.0
 
 #: The condition that never goes back from True, per dialect that has one.
 _INITIALLY = {Dialect.UPSTREAM: UPSTREAM_CONDITION, Dialect.COMPOSITE: COMPOSITE_CONDITION}
@@ -160,7 +164,8 @@ class PodGroupStatusWriter:
 
     def _starting(self, ref: GroupRef, now: float) -> bool:
         """Whether the group's status waits for members that are bound (or placed and held
-        for their volumes) but not started yet, as it does for STARTING_HOLD_S at most."""
+        for their volumes) but not started yet: at most STARTING_HOLD_S since it was first
+        seen starting or last allowed a write."""
         if ref.dialect is Dialect.COMPOSITE:
             return False  # its status follows its child groups', which wait themselves
         holding = self.actuator.pre_binding_pods
@@ -173,7 +178,10 @@ class PodGroupStatusWriter:
             self._starting_since.pop(ref, None)
             return False
         since = self._starting_since.setdefault(ref, now)
-        return now - since < STARTING_HOLD_S
+        if now - since < STARTING_HOLD_S:
+            return True
+        self._starting_since[ref] = now  # written now: the next write waits a hold again
+        return False
 
     def _collecting(self, ref: GroupRef, now: float) -> bool:
         """Whether the group has been waiting for its members for less than the actuator's

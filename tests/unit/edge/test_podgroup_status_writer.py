@@ -159,12 +159,13 @@ async def test_a_gang_whose_members_are_starting_is_written_once_they_run(
     await writer.sync_once()
     assert [body["status"]["phase"] for _, body in kube.applied] == ["Running"]
 
-    # A member that takes longer to start (an image pull) holds the status no longer than
-    # the hold: the group's status then says where it is.
-    other = group("b", 1, dialect=Dialect.SIGS)
-    slow = pod("b-0", group="b", node_name="n1", phase="Pending")
+    # Members that take longer to start (an image pull) hold the status no longer than the
+    # hold: the group's status then says where it is, and changes again at most once a hold.
+    other = group("b", 2, dialect=Dialect.SIGS)
+    slow = [pod(f"b-{i}", group="b", node_name="n1", phase="Pending") for i in range(2)]
     state.upsert_group(other)
-    state.upsert_pod(slow)
+    for member in slow:
+        state.upsert_pod(member)
     actuator.outcomes[other.ref] = GroupOutcome(other.ref, SCHEDULED, "placed")
     await writer.sync_once([other.ref])
     assert len(kube.applied) == 1
@@ -172,6 +173,13 @@ async def test_a_gang_whose_members_are_starting_is_written_once_they_run(
     await writer.sync_once([other.ref])
     assert len(kube.applied) == 2
     assert kube.applied[-1][1]["status"]["phase"] == "Scheduled"
+    state.upsert_pod(dataclasses.replace(slow[0], phase="Running"))
+    await writer.sync_once([other.ref])
+    assert len(kube.applied) == 2  # one still starting: held again after that write
+    await asyncio.sleep(0.25)
+    await writer.sync_once([other.ref])
+    assert len(kube.applied) == 3
+    assert kube.applied[-1][1]["status"]["running"] == 1
 
 
 async def test_a_sweep_writes_through_the_gate() -> None:
