@@ -63,6 +63,8 @@ class ApiCounts:
     #: count and sum): the fan-out of every write.
     watch_events: float = 0.0
     watch_bytes: float = 0.0
+    #: When it was read (time.monotonic()).
+    at: float = 0.0
 
     @classmethod
     def read(cls, env: Env) -> ApiCounts:
@@ -84,7 +86,17 @@ class ApiCounts:
             by[f"{labels.get('verb', '')} {resource}"] += v
         events = sum(v for _, v in samples(text, "apiserver_watch_events_sizes_count"))
         sent = sum(v for _, v in samples(text, "apiserver_watch_events_sizes_sum"))
-        return cls(scheduler, dict(by), cpu, events, sent)
+        return cls(scheduler, dict(by), cpu, events, sent, time.monotonic())
+
+    def idle_rate(self, earlier: ApiCounts) -> dict[str, float]:
+        """CPU seconds per second of each CONTROL_PLANE process between two readings of a
+        cluster at rest: what it spends whatever the scheduler does (kwok's node leases, the
+        controller manager's resyncs)."""
+        elapsed = max(self.at - earlier.at, 1e-9)
+        return {
+            name: (self.cpu_s.get(name, 0.0) - earlier.cpu_s.get(name, 0.0)) / elapsed
+            for name in CONTROL_PLANE
+        }
 
     def since(self, before: ApiCounts) -> tuple[float, dict[str, float]]:
         delta = {
@@ -94,17 +106,33 @@ class ApiCounts:
         }
         return self.scheduler - before.scheduler, delta
 
-    def cost_since(self, before: ApiCounts, *, pods: int) -> dict[str, float]:
+    def cost_since(
+        self, before: ApiCounts, *, pods: int, idle: dict[str, float] | None = None
+    ) -> dict[str, float]:
         """What the run cost the control plane, in all and per bound pod: the API server's
         and etcd's CPU seconds, the watch events and MiB it sent. Everything on the cluster
         counts (the load generator's creates, kwok's status writes, the bench's watch), the
-        same for every scheduler: the differences between schedulers are theirs."""
+        same for every scheduler: the differences between schedulers are theirs.
+
+        With `idle` (`idle_rate` measured just before the run), each CPU figure also comes
+        net of what the cluster at rest would have spent over the run's window (`*_net`):
+        1,000 kwok nodes renewing their leases cost the API server about half a core on this
+        machine, so the gross figure grew with the window, which ends when the scheduler's
+        (and scheduler-plugins' controller's) writes stop, more than with the work done."""
         per = max(pods, 1)
+        window = self.at - before.at
         cost: dict[str, float] = {}
+        if idle is not None:
+            cost["window_s"] = round(window, 2)
         for name in CONTROL_PLANE:
             seconds = self.cpu_s.get(name, 0.0) - before.cpu_s.get(name, 0.0)
             cost[f"{name}_cpu_s"] = round(seconds, 2)
             cost[f"{name}_cpu_ms_per_pod"] = round(1000 * seconds / per, 3)
+            if idle is not None:
+                rate = idle.get(name, 0.0)
+                cost[f"{name}_idle_cpu_per_s"] = round(rate, 3)
+                net = seconds - rate * window
+                cost[f"{name}_cpu_ms_per_pod_net"] = round(1000 * net / per, 3)
         events = self.watch_events - before.watch_events
         cost["watch_events"] = events
         cost["watch_events_per_pod"] = round(events / per, 2)

@@ -55,6 +55,8 @@ from gangsched.edge.kube import Kube
 #: The longest a run waits, after its last bind, for every bound pod to run (and again for the
 #: scheduler's writes to stop) before it reads the control plane's counters.
 SETTLE_TIMEOUT_S = 30.0
+#: How long the cluster at rest is sampled before each run (its CPU rate, ApiCounts.idle_rate).
+IDLE_SAMPLE_S = 5.0
 
 
 @dataclass
@@ -155,7 +157,12 @@ async def run_one(
         if precreate:
             created = await env.post_all(gang_requests)
             await asyncio.sleep(1.0)
+        # The cluster at rest, just before the clock starts: its CPU rate is subtracted from
+        # the run's (ApiCounts.cost_since, the *_net figures).
+        at_rest = await asyncio.to_thread(ApiCounts.read, env)
+        await asyncio.sleep(IDLE_SAMPLE_S)
         before = await asyncio.to_thread(ApiCounts.read, env)
+        idle = before.idle_rate(at_rest)
         cpu_before = controller_cpu_before = 0.0
         t_start = time.time()
         running = start(launch)
@@ -274,7 +281,7 @@ async def run_one(
         result["api_requests"] = scheduler_requests
         result["api_requests_per_pod"] = round(scheduler_requests / max(bound, 1), 3)
         result["apiserver_request_total_delta"] = all_requests
-        result.update(after.cost_since(before, pods=bound))
+        result.update(after.cost_since(before, pods=bound, idle=idle))
         for verb, count in result["client_requests"].items():  # since exec, by its own count
             result[f"requests_per_pod_{verb}"] = round(count / max(bound, 1), 3)
         if workload == "c":

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from bench.compare.latency import stages
 from bench.compare.measure import ApiCounts, process_cpu_seconds
 from bench.compare.report import markdown, summarize
@@ -54,6 +56,18 @@ def test_cost_per_pod_from_two_readings(tmp_path: Path) -> None:
     assert cost["etcd_cpu_ms_per_pod"] == 5.0
     assert cost["watch_events_per_pod"] == 3.0
     assert cost["watch_kib_per_pod"] == 3.0
+    assert "apiserver_cpu_ms_per_pod_net" not in cost  # no idle rate measured
+
+    # Net of the cluster at rest: 0.5 API server CPU s per s over the run's 4 s window.
+    at_rest = ApiCounts(0, {}, {"apiserver": 3.0, "etcd": 0.9}, 0, 0, at=0.0)
+    before.at, after.at = 4.0, 8.0
+    idle = before.idle_rate(at_rest)
+    assert idle == pytest.approx({"apiserver": 0.5, "etcd": 0.025})
+    net = after.cost_since(before, pods=100, idle=idle)
+    assert net["apiserver_cpu_ms_per_pod"] == 30.0
+    assert net["apiserver_cpu_ms_per_pod_net"] == 10.0  # (3.0 - 0.5 * 4) / 100
+    assert net["etcd_cpu_ms_per_pod_net"] == 4.0  # (0.5 - 0.025 * 4) / 100
+    assert net["window_s"] == 4.0
     pid = tmp_path / "me.pid"
     pid.write_text(f"{os.getpid()}\n")
     assert process_cpu_seconds(pid) > 0
@@ -104,3 +118,7 @@ def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
     assert "over the measured window" in text
     settled = summarize([{**r, "settled_s": 30.0} for r in runs])
     assert "until every bound pod runs" in markdown(settled, meta)
+    netted = summarize([{**r, "apiserver_cpu_ms_per_pod_net": 4.0} for r in runs])
+    shown = markdown(netted, meta)
+    assert "| gangsched | 10.00 / 4.00 | 1.00 | 20.0 / 25.0 |" in shown
+    assert "net of what the cluster at rest spends" in shown
