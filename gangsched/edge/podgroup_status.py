@@ -46,6 +46,7 @@ from gangsched.core.group_status import (
 )
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.phase import count_members
+from gangsched.core.queue import State
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.write_gate import WriteGate
@@ -150,6 +151,7 @@ class PodGroupStatusWriter:
                 ref.dialect not in self.versions
                 or self._collecting(ref, now)
                 or self._starting(ref, now)
+                or self._first_attempt_due(ref)
             ):
                 continue
             desired = self.desired(ref)
@@ -161,6 +163,18 @@ class PodGroupStatusWriter:
     async def _gated_write(self, ref: GroupRef, status: JSON) -> None:
         async with self.gate.slot():
             await self._write(ref, status)
+
+    def _first_attempt_due(self, ref: GroupRef) -> bool:
+        """Whether the group has never been tried, none of its members is bound, and its first
+        attempt is queued: that attempt's outcome is the status worth writing, moments away.
+        Written at once, each of a precreated (a) run's 1,000 gangs got a bare "Pending" it
+        kept for seconds, and a second write once it ran (1,997 applies, 1 round)."""
+        if ref in self.actuator.outcomes:
+            return False
+        queued = self.scheduler.queue.state_of(self.scheduler.unit_key(ref)) is State.ACTIVE
+        return queued and not any(
+            pod.node_name is not None for pod in self.scheduler.cluster.group_members(ref)
+        )
 
     def _starting(self, ref: GroupRef, now: float) -> bool:
         """Whether the group's status waits for members that are bound (or placed and held

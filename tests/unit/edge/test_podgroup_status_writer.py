@@ -208,3 +208,21 @@ async def test_a_sweep_writes_through_the_gate() -> None:
     await writer.sync_once()
     assert peak == 2
     assert sorted(path.split("/")[-2] for path, _ in kube.applied) == [f"g{i}" for i in range(6)]
+
+
+async def test_a_queued_group_never_tried_waits_for_its_first_attempt() -> None:
+    """Its first attempt is moments away and decides what its status says; until then a
+    sweep writes nothing for it. A group not queued (all gated, say) is written as before."""
+    queued, gated = group("q", 2, dialect=Dialect.SIGS), group("g", 1, dialect=Dialect.SIGS)
+    members = [pod(f"q-{i}", group="q") for i in range(2)]
+    state = ClusterState.build(
+        scheduler_name=SCHEDULER, nodes=[], pods=members, groups=[queued, gated]
+    )
+    kube, actuator, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    writer.scheduler.enqueue_pending()
+    await writer.sync_once()
+    assert [path.split("/")[-2] for path, _ in kube.applied] == ["g"]
+    actuator.outcomes[queued.ref] = GroupOutcome(queued.ref, UNSCHEDULABLE, "no room")
+    await writer.sync_once([queued.ref])
+    assert [path.split("/")[-2] for path, _ in kube.applied] == ["g", "q"]
