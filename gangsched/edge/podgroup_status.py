@@ -12,15 +12,15 @@ Our PodGroup informers deliver the server's copy of every dialect's (gangsched.e
 we compare against what the API server holds, not only against what we wrote last.
 
 A group whose members are bound but still starting changes again and again (each member that
-starts changes its counts, and the last its phase), so while any member is starting its status
-is written at most once per STARTING_HOLD_S: a gang whose pods start within that is written
-once, in its settled state; one pulling large images is written when the hold ends, then at
-most once per hold until its pods run. That rule, not the pace of the writes, is what
-coalesces them, so the writes of a sweep go out together through a WriteGate (issue 30: one
-after another, the statuses of 1,000 gangs bound in 20 s were written until 34 s after the last
-bind, everything the API server did meanwhile counting against the run; together without the
-rule, 2.4 writes per gang, as kwok started the pods of a precreated (a) run up to 30 s after
-their binds).
+starts changes its counts, and the last its phase), so while any member is starting, the
+status of the dialects that count members (_COUNTED) is written at most once per
+STARTING_HOLD_S: a gang whose pods start within that is written once, in its settled state;
+one pulling large images is written when the hold ends, then at most once per hold until its
+pods run. That rule, not the pace of the writes, is what coalesces them, so the writes of a
+sweep go out together through a WriteGate (issue 30: one after another, the statuses of 1,000
+gangs bound in 20 s were written until 34 s after the last bind, everything the API server
+did meanwhile counting against the run; together without the rule, 2.4 writes per gang, as
+kwok started the pods of a precreated (a) run up to 30 s after their binds).
 """
 
 from __future__ import annotations
@@ -62,6 +62,11 @@ log = structlog.get_logger("gangsched.podgroup_status")
 #: while other gangs bind. Nothing is held for a group none of whose members is starting
 #: (running, failed, finished, or unschedulable gangs).
 STARTING_HOLD_S = 30.0
+
+#: The dialects whose status counts members as they start (phase and counters): the ones the
+#: hold is for. kube-scheduler's and the CompositePodGroup's condition says only whether the
+#: group was placed, which does not change as its pods start.
+_COUNTED = (Dialect.SIGS, Dialect.X_K8S)
 
 #: The condition that never goes back from True, per dialect that has one.
 _INITIALLY = {Dialect.UPSTREAM: UPSTREAM_CONDITION, Dialect.COMPOSITE: COMPOSITE_CONDITION}
@@ -180,8 +185,8 @@ class PodGroupStatusWriter:
         """Whether the group's status waits for members that are bound (or placed and held
         for their volumes) but not started yet: at most STARTING_HOLD_S since it was first
         seen starting or last allowed a write."""
-        if ref.dialect is Dialect.COMPOSITE:
-            return False  # its status follows its child groups', which wait themselves
+        if ref.dialect not in _COUNTED:
+            return False  # a condition that does not change as pods start: written at once
         holding = self.actuator.pre_binding_pods
         starting = any(
             (pod.node_name is not None and pod.phase == "Pending" and not pod.terminating)

@@ -226,3 +226,17 @@ async def test_a_queued_group_never_tried_waits_for_its_first_attempt() -> None:
     actuator.outcomes[queued.ref] = GroupOutcome(queued.ref, UNSCHEDULABLE, "no room")
     await writer.sync_once([queued.ref])
     assert [path.split("/")[-2] for path, _ in kube.applied] == ["g", "q"]
+
+
+async def test_kube_schedulers_condition_is_not_held_while_pods_start() -> None:
+    """scheduling.k8s.io's status is one condition that does not change as pods start: it is
+    written at the bind, as kube-scheduler writes it."""
+    child = group("u", 1, dialect=Dialect.UPSTREAM)
+    starting = pod("u-0", group="u", dialect=Dialect.UPSTREAM, node_name="n1", phase="Pending")
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=[starting], groups=[child])
+    kube, actuator, writer = writer_for(state)
+    writer.watch(Dialect.UPSTREAM, "scheduling.k8s.io/v1beta1")
+    actuator.outcomes[child.ref] = GroupOutcome(child.ref, SCHEDULED, "placed")
+    await writer.sync_once([child.ref])
+    written = find_condition(kube.applied[-1][1]["status"], UPSTREAM_CONDITION)
+    assert written is not None and written["status"] == "True"
