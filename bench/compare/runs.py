@@ -151,18 +151,19 @@ async def run_one(
             gang_requests = [create_request(g) for g in w.groups] + [
                 create_request(p) for p in members_in_order
             ]
+        # The cluster at rest, its nodes there and the run's objects not created yet: its CPU
+        # rate is subtracted from the run's (ApiCounts.cost_since, the *_net figures). Sampled
+        # after the creation, it also held the creation's aftermath (0.29-0.51 cores).
+        at_rest = await asyncio.to_thread(ApiCounts.read, env)
+        await asyncio.sleep(IDLE_SAMPLE_S)
+        idle = (await asyncio.to_thread(ApiCounts.read, env)).idle_rate(at_rest)
         watch.start(kube)
         await asyncio.sleep(0.3)
         created: dict[str, float] = {}
         if precreate:
             created = await env.post_all(gang_requests)
             await asyncio.sleep(1.0)
-        # The cluster at rest, just before the clock starts: its CPU rate is subtracted from
-        # the run's (ApiCounts.cost_since, the *_net figures).
-        at_rest = await asyncio.to_thread(ApiCounts.read, env)
-        await asyncio.sleep(IDLE_SAMPLE_S)
         before = await asyncio.to_thread(ApiCounts.read, env)
-        idle = before.idle_rate(at_rest)
         cpu_before = controller_cpu_before = 0.0
         t_start = time.time()
         running = start(launch)
