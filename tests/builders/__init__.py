@@ -15,11 +15,15 @@ and return the dicts an informer or `gangsched simulate` reads (nodes, pods, Pod
 every dialect, priority classes, budgets, storage and claims).
 
 Tests import every builder from here; the modules of this package group them by what they
-build (common, model, volumes, raw, raw_storage, dra).
+build (common, model, volumes, raw, raw_storage, dra; api_server, a stand-in API server
+for the client's tests).
 """
 
 from __future__ import annotations
 
+from tests.builders.api_server import (
+    loopback_api_server as loopback_api_server,
+)
 from tests.builders.common import (
     GIB as GIB,
 )

@@ -25,7 +25,7 @@ from gangsched.edge.network_topology_cache import API_VERSION as NETWORK_TOPOLOG
 from gangsched.edge.network_topology_cache import PATH as NETWORK_TOPOLOGY_PATH
 from gangsched.edge.volume_cache import STORAGE_INFORMERS
 from gangsched.edge.watches import COMPOSITE_API_VERSION, POD_GROUP_GROUPS
-from tests.builders import kubeconfig_file
+from tests.builders import kubeconfig_file, loopback_api_server
 
 
 async def test_no_kubeconfig_file_starts_nothing(tmp_path: Path) -> None:
@@ -101,32 +101,25 @@ async def test_discovery_and_the_pod_group_lists_go_out_early(tmp_path: Path) ->
             return web.json_response({"items": [], "metadata": {}})
         return web.json_response({"reason": "NotFound"}, status=404)
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", server=f"http://127.0.0.1:{port}")
-    early = await EarlyLists.start(str(kubeconfig))
-    try:
-        await early.discovered()
-        podgroups = early.take("/apis/scheduling.k8s.io/v1beta1/podgroups")
-        assert podgroups is not None
-        assert await podgroups.next() == b'{"items": [], "metadata": {}}'
-        versions = early.answer("/apis/scheduling.k8s.io/v1")
-        assert versions is not None and (await versions) == documents["/apis/scheduling.k8s.io/v1"]
-        dra = early.answer(DRA_API)
-        assert dra is not None
-        with pytest.raises(KubeError):
-            await dra
-        assert "/apis/apps/v1" not in served  # groups the watches never read are not asked
-        early.drop_answers()
-        assert early.answer("/apis") is None
-    finally:
-        await early.close()
-        await runner.cleanup()
+    async with loopback_api_server(tmp_path, web.get("/{tail:.*}", answer)) as kubeconfig:
+        early = await EarlyLists.start(str(kubeconfig))
+        try:
+            await early.discovered()
+            podgroups = early.take("/apis/scheduling.k8s.io/v1beta1/podgroups")
+            assert podgroups is not None
+            assert await podgroups.next() == b'{"items": [], "metadata": {}}'
+            versions = early.answer("/apis/scheduling.k8s.io/v1")
+            assert versions is not None
+            assert (await versions) == documents["/apis/scheduling.k8s.io/v1"]
+            dra = early.answer(DRA_API)
+            assert dra is not None
+            with pytest.raises(KubeError):
+                await dra
+            assert "/apis/apps/v1" not in served  # groups the watches never read are not asked
+            early.drop_answers()
+            assert early.answer("/apis") is None
+        finally:
+            await early.close()
     assert early.kube is None and early.lists == {} and early.gets == {}
 
 
@@ -145,26 +138,18 @@ async def test_dra_and_composite_lists_go_out_early_where_served(tmp_path: Path)
             return web.json_response({"resources": [{"name": "compositepodgroups"}]})
         return web.json_response({"items": [], "metadata": {}})
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kubeconfig = kubeconfig_file(tmp_path / "kubeconfig", server=f"http://127.0.0.1:{port}")
-    early = await EarlyLists.start(str(kubeconfig))
-    try:
-        await early.discovered()
-        composites = "/apis/scheduling.k8s.io/v1alpha3/compositepodgroups"
-        assert set(early.lists) == {*EARLY_PATHS, *SMALL_PATHS, *DRA_PATHS, composites}
-        claims = early.take(f"{DRA_API}/resourceclaims")
-        assert claims is not None
-        assert await claims.next() == b'{"items": [], "metadata": {}}'
-        budgets = early.take(SMALL_PATHS[2])
-        assert budgets is not None
-        assert await budgets.next() == b'{"items": [], "metadata": {}}'
-    finally:
-        await early.close()
-        await runner.cleanup()
+    async with loopback_api_server(tmp_path, web.get("/{tail:.*}", answer)) as kubeconfig:
+        early = await EarlyLists.start(str(kubeconfig))
+        try:
+            await early.discovered()
+            composites = "/apis/scheduling.k8s.io/v1alpha3/compositepodgroups"
+            assert set(early.lists) == {*EARLY_PATHS, *SMALL_PATHS, *DRA_PATHS, composites}
+            claims = early.take(f"{DRA_API}/resourceclaims")
+            assert claims is not None
+            assert await claims.next() == b'{"items": [], "metadata": {}}'
+            budgets = early.take(SMALL_PATHS[2])
+            assert budgets is not None
+            assert await budgets.next() == b'{"items": [], "metadata": {}}'
+        finally:
+            await early.close()
     assert f"{DRA_API}/resourceclaims" in served

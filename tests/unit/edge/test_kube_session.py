@@ -3,11 +3,14 @@ environment's proxy still honoured (looked up once)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
-from gangsched.edge.kube import Kube, _env_proxy
+from gangsched.edge.kube import KEEPALIVE_S, Kube, _env_proxy
+from tests.builders import loopback_api_server
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -69,29 +72,18 @@ def test_no_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_responses_are_asked_for_uncompressed(tmp_path: Path) -> None:
     """As kube-scheduler's client: the API server would gzip every list page over 128 KiB,
     which doubled a page's time on the bench cluster (bench/README.md, issue 17)."""
-    from aiohttp import web
-
     seen: list[str] = []
 
     async def pods(request: web.Request) -> web.Response:
         seen.append(request.headers.get("Accept-Encoding", ""))
         return web.json_response({"items": [], "metadata": {"resourceVersion": "1"}})
 
-    app = web.Application()
-    app.router.add_get("/api/v1/pods", pods)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    path = tmp_path / "kubeconfig"
-    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", f"http://127.0.0.1:{port}"))
-    kube = await Kube.connect(str(path))
-    try:
-        assert (await kube.get("/api/v1/pods", limit=500))["metadata"]["resourceVersion"] == "1"
-    finally:
-        await kube.close()
-        await runner.cleanup()
+    async with loopback_api_server(tmp_path, web.get("/api/v1/pods", pods)) as kubeconfig:
+        kube = await Kube.connect(str(kubeconfig))
+        try:
+            assert (await kube.get("/api/v1/pods", limit=500))["metadata"]["resourceVersion"] == "1"
+        finally:
+            await kube.close()
     assert seen == ["identity"]
 
 
@@ -99,8 +91,6 @@ async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -
     """Requests go straight to the client's session (not through its generated `call_api`):
     the bearer token, refreshed through the configuration's hook, the query string, the
     content type and the JSON body still reach the server as the client sent them."""
-    from aiohttp import web
-
     seen: list[tuple[str, str, str, str, object]] = []
 
     async def record(request: web.Request) -> web.Response:
@@ -116,34 +106,25 @@ async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -
         )
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    path = tmp_path / "kubeconfig"
-    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", f"http://127.0.0.1:{port}"))
-    kube = await Kube.connect(str(path))
     refreshed: list[bool] = []
-
-    def refresh(configuration: object) -> None:
-        refreshed.append(True)
-        kube.api.configuration.api_key["BearerToken"] = "Bearer rotated"
-
-    kube.api.configuration.refresh_api_key_hook = refresh
     binding = {"kind": "Binding", "target": {"name": "n-1"}}
-    try:
-        assert await kube.post("/api/v1/namespaces/ns/pods/p/binding", binding) == {
-            "kind": "Status",
-            "status": "Success",
-        }
-        await kube.apply("/apis/g/v1/namespaces/ns/things/t", {"spec": {"a": 1}})
-        await kube.get("/api/v1/pods", labelSelector="a=b,c", limit=2)
-    finally:
-        await kube.close()
-        await runner.cleanup()
+    async with loopback_api_server(tmp_path, web.route("*", "/{tail:.*}", record)) as kubeconfig:
+        kube = await Kube.connect(str(kubeconfig))
+
+        def refresh(configuration: object) -> None:
+            refreshed.append(True)
+            kube.api.configuration.api_key["BearerToken"] = "Bearer rotated"
+
+        kube.api.configuration.refresh_api_key_hook = refresh
+        try:
+            assert await kube.post("/api/v1/namespaces/ns/pods/p/binding", binding) == {
+                "kind": "Status",
+                "status": "Success",
+            }
+            await kube.apply("/apis/g/v1/namespaces/ns/things/t", {"spec": {"a": 1}})
+            await kube.get("/api/v1/pods", labelSelector="a=b,c", limit=2)
+        finally:
+            await kube.close()
     assert len(refreshed) == 3
     assert seen == [
         (
@@ -173,12 +154,6 @@ async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -
 async def test_warm_connections_are_the_ones_a_burst_then_uses(tmp_path: Path) -> None:
     """`Kube.warm` opens as many connections as asked, and the burst that follows goes out
     on them: no request of the burst waits for a new connection (a TLS handshake each)."""
-    import asyncio
-
-    from aiohttp import web
-
-    from gangsched.edge.kube import KEEPALIVE_S
-
     connections_by_path: dict[str, set[int]] = {}
     in_burst = asyncio.Event()
     arrived = 0
@@ -197,33 +172,27 @@ async def test_warm_connections_are_the_ones_a_burst_then_uses(tmp_path: Path) -
         await in_burst.wait()  # all four in flight at once
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
-    app = web.Application()
-    app.router.add_get("/version", version)
-    app.router.add_post("/api/v1/namespaces/ns/pods/{name}/binding", binding)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    path = tmp_path / "kubeconfig"
-    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", f"http://127.0.0.1:{port}"))
-    kube = await Kube.connect(str(path))
-    try:
-        # aiohttp would close an idle connection after 15 s (the attribute must still exist).
-        connector = kube.api.rest_client.pool_manager.connector
-        assert connector._keepalive_timeout == KEEPALIVE_S  # type: ignore[union-attr]
-        await kube.warm(connections=4)
-        assert kube.requests["GET"] == 4
-        body = {"kind": "Binding", "target": {"name": "n-1"}}
-        await asyncio.wait_for(
-            asyncio.gather(
-                *(kube.post(f"/api/v1/namespaces/ns/pods/p{i}/binding", body) for i in range(4))
-            ),
-            timeout=10,
-        )
-    finally:
-        await kube.close()
-        await runner.cleanup()
+    routes = (
+        web.get("/version", version),
+        web.post("/api/v1/namespaces/ns/pods/{name}/binding", binding),
+    )
+    async with loopback_api_server(tmp_path, *routes) as kubeconfig:
+        kube = await Kube.connect(str(kubeconfig))
+        try:
+            # aiohttp would close an idle connection after 15 s (the attribute must still exist).
+            connector = kube.api.rest_client.pool_manager.connector
+            assert connector._keepalive_timeout == KEEPALIVE_S  # type: ignore[union-attr]
+            await kube.warm(connections=4)
+            assert kube.requests["GET"] == 4
+            body = {"kind": "Binding", "target": {"name": "n-1"}}
+            await asyncio.wait_for(
+                asyncio.gather(
+                    *(kube.post(f"/api/v1/namespaces/ns/pods/p{i}/binding", body) for i in range(4))
+                ),
+                timeout=10,
+            )
+        finally:
+            await kube.close()
     assert len(connections_by_path["/version"]) == 4
     assert connections_by_path["binding"] == connections_by_path["/version"]
 
@@ -231,33 +200,23 @@ async def test_warm_connections_are_the_ones_a_burst_then_uses(tmp_path: Path) -
 async def test_requests_keep_the_servers_path_prefix(tmp_path: Path) -> None:
     """A server URL with a path (a proxy such as Rancher's, `/k8s/clusters/<id>`) keeps it
     in front of every request's path; the query arrives as encoded."""
-    from aiohttp import web
-
     seen: list[tuple[str, dict[str, str]]] = []
 
     async def record(request: web.Request) -> web.Response:
         seen.append((request.path, dict(request.query)))
         return web.json_response({"items": []})
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    path = tmp_path / "kubeconfig"
-    server = f"http://127.0.0.1:{port}/k8s/clusters/c-1/"
-    path.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", server))
-    kube = await Kube.connect(str(path))
     selector = "spec.nodeName=,spec.schedulerName=a b"
-    try:
-        query = {"fieldSelector": selector, "limit": 500, "continue": "x/+=="}
-        await kube.request("GET", "/api/v1/pods", query=query)
-        await kube.get("/api/v1/nodes")
-    finally:
-        await kube.close()
-        await runner.cleanup()
+    async with loopback_api_server(
+        tmp_path, web.route("*", "/{tail:.*}", record), path="/k8s/clusters/c-1/"
+    ) as kubeconfig:
+        kube = await Kube.connect(str(kubeconfig))
+        try:
+            query = {"fieldSelector": selector, "limit": 500, "continue": "x/+=="}
+            await kube.request("GET", "/api/v1/pods", query=query)
+            await kube.get("/api/v1/nodes")
+        finally:
+            await kube.close()
     assert seen == [
         (
             "/k8s/clusters/c-1/api/v1/pods",
