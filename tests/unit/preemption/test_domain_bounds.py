@@ -17,120 +17,44 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.model import DisruptionMode, PodGroup
+from gangsched.core.model import PodGroup
 from gangsched.core.preemption.cost import NO_VICTIMS, victim_cost
-from gangsched.core.preemption.domain_bounds import Bound, disruption_bounds
+from gangsched.core.preemption.domain_bounds import Bound
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.victims import VictimTable, collect_victim_table
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.topology.domains import partition
-from tests.builders import cluster, group, node, pod
-
-RACK = "example.com/rack"
-PREEMPTOR = 100
-
-
-@dataclass(frozen=True)
-class Victim:
-    rack: int
-    node: int
-    cpu: int
-    priority: int
-    #: None: a lone pod; else the index of its group in `Spec.groups`.
-    group: int | None
+from tests.unit.preemption.racks import (
+    PREEMPTOR,
+    RACK,
+    Racks,
+    Victim,
+    draw_racks,
+    rack_bounds,
+    rack_cluster,
+)
 
 
 @dataclass(frozen=True)
-class Spec:
-    racks: tuple[int, ...]  # nodes per rack, 4 CPUs each
-    #: Per group: (min_member, All mode?)
-    groups: tuple[tuple[int, bool], ...]
-    victims: tuple[Victim, ...]
+class Spec(Racks):
     members: int
     member_cpu: int
 
 
 @st.composite
 def specs(draw: st.DrawFn) -> Spec:
-    racks = tuple(draw(st.lists(st.integers(1, 3), min_size=2, max_size=2)))
-    groups = tuple(
-        (draw(st.integers(1, 4)), draw(st.booleans())) for _ in range(draw(st.integers(0, 3)))
-    )
-    victims = []
-    for _ in range(draw(st.integers(1, 8))):
-        rack = draw(st.integers(0, len(racks) - 1))
-        victims.append(
-            Victim(
-                rack=rack,
-                node=draw(st.integers(0, racks[rack] - 1)),
-                cpu=draw(st.integers(1, 2)),
-                priority=draw(st.sampled_from([10, 20])),
-                group=draw(st.one_of(st.none(), st.integers(0, len(groups) - 1)))
-                if groups
-                else None,
-            )
-        )
-    return Spec(racks, groups, tuple(victims), draw(st.integers(1, 4)), draw(st.integers(1, 2)))
+    racks, groups, victims = draw_racks(draw, victim_cpu=2)
+    return Spec(racks, groups, victims, draw(st.integers(1, 4)), draw(st.integers(1, 2)))
 
 
 def build(spec: Spec) -> tuple[ClusterState, PodGroup]:
-    nodes = [
-        node(f"r{r}-{n}", 4, labels={RACK: f"r{r}"})
-        for r, count in enumerate(spec.racks)
-        for n in range(count)
-    ]
-    groups = [
-        group(
-            f"v{i}",
-            min_member,
-            priority=None,
-            mode=DisruptionMode.ALL if all_mode else DisruptionMode.SINGLE,
-        )
-        for i, (min_member, all_mode) in enumerate(spec.groups)
-    ]
-    used: dict[str, int] = {}
-    running = []
-    group_priority: dict[int, int] = {}
-    for i, victim in enumerate(spec.victims):
-        name = f"r{victim.rack}-{victim.node}"
-        if used.get(name, 0) + victim.cpu > 4:
-            continue  # never overcommit a node
-        used[name] = used.get(name, 0) + victim.cpu
-        # A group's pods share one priority (upstream validates it).
-        priority = (
-            group_priority.setdefault(victim.group, victim.priority)
-            if victim.group is not None
-            else victim.priority
-        )
-        running.append(
-            pod(
-                f"run{i}",
-                victim.cpu,
-                memory=None,
-                node_name=name,
-                priority=priority,
-                group=f"v{victim.group}" if victim.group is not None else None,
-                created=float(i),
-            )
-        )
-    gang = group("g", spec.members, priority=PREEMPTOR)
-    members = [
-        pod(f"g-{i}", spec.member_cpu, memory=None, group="g", priority=PREEMPTOR)
-        for i in range(spec.members)
-    ]
-    return cluster(nodes, [*running, *members], [*groups, gang]), gang
+    return rack_cluster(spec, members=(spec.member_cpu,) * spec.members)
 
 
 def bounds_of(state: ClusterState, gang: PodGroup) -> tuple[dict[str, Bound], VictimTable]:
     g = Scheduler(state).gang(gang.ref)
     table = collect_victim_table(g, state, PREEMPTOR)
-    snap = state.snapshot
-    split = partition(snap, RACK)
-    need = np.sum([snap.vector(p) for p in g.pending], axis=0)
-    found = disruption_bounds(
-        domains=split.domains, of_node=split.of_node, need=need, table=table, snap=snap
-    )
-    return found, table
+    return rack_bounds(state.snapshot, pending=g.pending, table=table), table
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

@@ -21,149 +21,54 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cluster import ClusterState
-from gangsched.core.gang_placer import GangPlacer
-from gangsched.core.model import DisruptionMode
-from gangsched.core.plugins import build_framework
 from gangsched.core.preemption.cost import victim_cost
 from gangsched.core.preemption.domain_bounds import Bound, VictimRows, disruption_bounds
-from gangsched.core.preemption.engine import PreemptionConfig, Problem
+from gangsched.core.preemption.engine import Problem
 from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.slot_bounds import SlotBounds
-from gangsched.core.preemption.victims import collect_victim_table
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.topology.domains import Domain, partition
-from tests.builders import cluster, group, node, pod
-
-RACK = "example.com/rack"
-PREEMPTOR = 100
-NODE_CPU = 4
-
-
-@dataclass(frozen=True)
-class Victim:
-    rack: int
-    node: int
-    cpu: int
-    priority: int
-    #: None: a lone pod; else the index of its group in `Spec.groups`.
-    group: int | None
+from tests.unit.preemption.racks import (
+    GANG,
+    RACK,
+    Racks,
+    Victim,
+    draw_racks,
+    failed_cycle_problem,
+    rack_bounds,
+    rack_cluster,
+)
 
 
 @dataclass(frozen=True)
-class Spec:
-    racks: tuple[int, ...]  # nodes per rack, NODE_CPU each
-    #: Per group: (min_member, All mode?)
-    groups: tuple[tuple[int, bool], ...]
-    victims: tuple[Victim, ...]
+class Spec(Racks):
     #: CPUs of each pending member.
     members: tuple[int, ...]
 
 
 @st.composite
 def specs(draw: st.DrawFn) -> Spec:
-    racks = tuple(draw(st.lists(st.integers(1, 3), min_size=2, max_size=2)))
-    groups = tuple(
-        (draw(st.integers(1, 4)), draw(st.booleans())) for _ in range(draw(st.integers(0, 3)))
-    )
-    victims = []
-    for _ in range(draw(st.integers(1, 8))):
-        rack = draw(st.integers(0, len(racks) - 1))
-        victims.append(
-            Victim(
-                rack=rack,
-                node=draw(st.integers(0, racks[rack] - 1)),
-                cpu=draw(st.integers(1, 3)),
-                priority=draw(st.sampled_from([10, 20])),
-                group=draw(st.one_of(st.none(), st.integers(0, len(groups) - 1)))
-                if groups
-                else None,
-            )
-        )
+    racks, groups, victims = draw_racks(draw, victim_cpu=3)
     members = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=4)))
-    return Spec(racks, groups, tuple(victims), members)
+    return Spec(racks, groups, victims, members)
 
 
 def build(spec: Spec) -> ClusterState:
-    nodes = [
-        node(f"r{r}-{n}", NODE_CPU, labels={RACK: f"r{r}"})
-        for r, count in enumerate(spec.racks)
-        for n in range(count)
-    ]
-    groups = [
-        group(
-            f"v{i}",
-            min_member,
-            priority=None,
-            mode=DisruptionMode.ALL if all_mode else DisruptionMode.SINGLE,
-        )
-        for i, (min_member, all_mode) in enumerate(spec.groups)
-    ]
-    used: dict[str, int] = {}
-    running = []
-    group_priority: dict[int, int] = {}
-    for i, victim in enumerate(spec.victims):
-        name = f"r{victim.rack}-{victim.node}"
-        if used.get(name, 0) + victim.cpu > NODE_CPU:
-            continue  # never overcommit a node
-        used[name] = used.get(name, 0) + victim.cpu
-        # A group's pods share one priority (upstream validates it).
-        priority = (
-            group_priority.setdefault(victim.group, victim.priority)
-            if victim.group is not None
-            else victim.priority
-        )
-        running.append(
-            pod(
-                f"run{i}",
-                victim.cpu,
-                memory=None,
-                node_name=name,
-                priority=priority,
-                group=f"v{victim.group}" if victim.group is not None else None,
-                created=float(i),
-            )
-        )
-    gang = group("g", len(spec.members), priority=PREEMPTOR)
-    members = [
-        pod(f"g-{i}", cpu, memory=None, group="g", priority=PREEMPTOR)
-        for i, cpu in enumerate(spec.members)
-    ]
-    return cluster(nodes, [*running, *members], [*groups, gang])
+    state, _ = rack_cluster(spec, members=spec.members)
+    return state
 
 
 def base_problem(state: ClusterState) -> Problem:
-    gang = Scheduler(state).gang(next(ref for ref in state.groups if ref.name == "g"))
-    framework = build_framework()
-    placer = GangPlacer(framework)
-    mark = state.snapshot.checkpoint()
-    failed = placer.place(gang, state.snapshot)
-    state.snapshot.rollback(mark)
-    return Problem(
-        gang=gang,
-        failed=failed,
-        cluster=state,
-        framework=framework,
-        placer=placer,
-        probe_placer=placer,
-        priority=PREEMPTOR,
-        table=collect_victim_table(gang, state, PREEMPTOR),
-        budgets=BudgetIndex([]),
-        config=PreemptionConfig(),
+    return failed_cycle_problem(
+        state, Scheduler(state).gang(next(ref for ref in state.groups if ref.name == GANG))
     )
 
 
 def slot_bounds(state: ClusterState, base: Problem) -> tuple[SlotBounds, list[Domain]]:
-    snap = state.snapshot
-    split = partition(snap, RACK)
     pending = base.gang.pending
-    coarse = disruption_bounds(
-        domains=split.domains,
-        of_node=split.of_node,
-        need=np.sum([snap.vector(p) for p in pending], axis=0),
-        table=base.table,
-        snap=snap,
-    )
-    return SlotBounds(base=base, members=pending, coarse=coarse), list(split.domains)
+    coarse = rack_bounds(state.snapshot, pending=pending, table=base.table)
+    slots = SlotBounds(base=base, members=pending, coarse=coarse)
+    return slots, list(partition(state.snapshot, RACK).domains)
 
 
 def packs(room: Sequence[int], members: Sequence[int]) -> bool:

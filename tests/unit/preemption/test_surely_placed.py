@@ -13,19 +13,15 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.gang_placer import GangPlacer
 from gangsched.core.model import Taint
-from gangsched.core.plugins import build_framework
-from gangsched.core.preemption.engine import PreemptionConfig, Problem
+from gangsched.core.preemption.engine import Problem
 from gangsched.core.preemption.kep import kep_search
-from gangsched.core.preemption.pdb import BudgetIndex
 from gangsched.core.preemption.prefix import surely_placed
-from gangsched.core.preemption.victims import collect_victim_table
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.status import Code
 from tests.builders import cluster, group, node, pod
+from tests.unit.preemption.racks import PREEMPTOR, failed_cycle_problem
 
-PREEMPTOR = 100
 TAINT = Taint(key="dedicated", value="x", effect="NoSchedule")
 
 
@@ -73,29 +69,9 @@ def problem_of(spec: Spec) -> Problem | None:
         for i in range(spec.members)
     ]
     state = cluster(nodes, [*running, *members], [gang])
-    unit = Scheduler(state).gang(gang.ref)
-    framework = build_framework()
-    placer = GangPlacer(framework)
-    mark = state.snapshot.checkpoint()
-    failed = placer.place(unit, state.snapshot)
-    state.snapshot.rollback(mark)
-    if failed.code is Code.SUCCESS:
+    problem = failed_cycle_problem(state, Scheduler(state).gang(gang.ref))
+    if problem.failed.code is Code.SUCCESS or not problem.units:
         return None
-    table = collect_victim_table(unit, state, PREEMPTOR)
-    if not table.units:
-        return None
-    problem = Problem(
-        gang=unit,
-        failed=failed,
-        cluster=state,
-        framework=framework,
-        placer=placer,
-        probe_placer=placer,
-        priority=PREEMPTOR,
-        table=table,
-        budgets=BudgetIndex([]),
-        config=PreemptionConfig(),
-    )
     kep_search(problem)  # the run with every victim gone, as mincost makes it first
     return problem
 
