@@ -242,8 +242,9 @@ def cost_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
         "(watches and lists are GETs)."
         + (
             " CPU is given as gross / net: net of what the cluster at rest spends over the "
-            "same window (its rate sampled for 5 s before each run: kwok's 1,000 node leases "
-            "alone keep the API server busy), since the window ends when the scheduler's "
+            "same window (its rate sampled for 10 s before each run, on the cluster with its "
+            "nodes only: kwok's 1,000 node leases alone keep the API server busy), since the "
+            "window ends when the scheduler's "
             "writes stop, not when its work is done."
             if net
             else ""

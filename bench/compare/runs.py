@@ -56,7 +56,7 @@ from gangsched.edge.kube import Kube
 #: scheduler's writes to stop) before it reads the control plane's counters.
 SETTLE_TIMEOUT_S = 30.0
 #: How long the cluster at rest is sampled before each run (its CPU rate, ApiCounts.idle_rate).
-IDLE_SAMPLE_S = 5.0
+IDLE_SAMPLE_S = 10.0
 
 
 @dataclass
