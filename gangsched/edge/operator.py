@@ -145,7 +145,9 @@ class Operator:
             discovery_seconds=self.discovery_seconds,
             early=self.early,
         )
-        self._tasks: list[asyncio.Task[None]] = []
+        #: Cancelled at `stop`. The loops stay until then; a warm-up (one per leadership won)
+        #: leaves once it is done.
+        self._tasks: set[asyncio.Task[None]] = set()
         self._published = 0.0
         #: Gangs whose last cycle found fewer members than minMember.
         self._waiting: set[GroupRef] = set()
@@ -199,15 +201,17 @@ class Operator:
         if self.may_write():  # else once leading (`on_leadership`): only a leader binds
             self._warm_connections()
         await self.watches.start()
-        self._tasks.append(asyncio.create_task(self._schedule_forever(), name="scheduling"))
-        self._tasks.append(asyncio.create_task(self.status.run(), name="podgroup-status"))
-        self._tasks.append(asyncio.create_task(self._protect_gangs(), name="gang-protection"))
-        self._tasks.append(asyncio.create_task(self._pin_domains(), name="domain-pinning"))
+        self._tasks.add(asyncio.create_task(self._schedule_forever(), name="scheduling"))
+        self._tasks.add(asyncio.create_task(self.status.run(), name="podgroup-status"))
+        self._tasks.add(asyncio.create_task(self._protect_gangs(), name="gang-protection"))
+        self._tasks.add(asyncio.create_task(self._pin_domains(), name="domain-pinning"))
 
     def _warm_connections(self) -> None:
         """Connections for the first bindConcurrency binds, opened while the caches fill."""
         warm = self.kube.warm(connections=self.config.bindConcurrency)
-        self._tasks.append(asyncio.create_task(warm, name="warm-connections"))
+        task = asyncio.create_task(warm, name="warm-connections")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _protect_gangs(self) -> None:
         await self.watches.wait_synced()  # reviews of a half-listed cluster would mislead
