@@ -82,7 +82,7 @@ def pod_fingerprint(obj: JSON) -> PodFingerprint:
         ),
         # A section that is not an object reads as empty above; `rebound` would then accept
         # what the full conversion refuses (an unreadable pod must be reported, never kept).
-        tuple(type(obj.get(part)).__name__ for part in ("metadata", "spec", "status")),
+        (type(obj.get("metadata")), type(obj.get("spec")), type(obj.get("status"))),
     )
     return PodFingerprint(stable, bind)
 

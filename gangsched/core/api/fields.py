@@ -74,6 +74,21 @@ def _convert_quantity(value: str | int | float, milli: bool) -> int | str:
     return amount
 
 
+@lru_cache(maxsize=4096)
+def _parse_time(text: str) -> float | None:
+    """RFC 3339 text as epoch seconds (UTC when it names no zone); None when it is not one.
+
+    Cached: pods created together carry the same creationTimestamp, to the second.
+    """
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
 class Reader:
     """Collects the problems of one object while its fields are read."""
 
@@ -161,6 +176,10 @@ class Reader:
 
     def string_map(self, value: Any, field: str) -> dict[str, str]:
         """Labels, annotations, nodeSelector: string keys to string values, as the API demands."""
+        if type(value) is dict and all(
+            type(key) is str and type(entry) is str for key, entry in value.items()
+        ):
+            return dict(value)  # what the API server sends; the loop below says what is wrong
         out: dict[str, str] = {}
         for key, entry in self.mapping(value, field).items():
             if not isinstance(key, str):
@@ -183,13 +202,16 @@ class Reader:
         """An integer field; None when absent or invalid (the problem is recorded)."""
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if type(value) is int:
+            number = value
+        elif isinstance(value, bool) or not isinstance(value, int | float):
             self.add(field, f"must be an integer, got {type_name(value)} {show(value)}")
             return None
-        if isinstance(value, float) and not value.is_integer():
+        elif isinstance(value, float) and not value.is_integer():
             self.add(field, f"must be an integer, got {show(value)}")
             return None
-        number = int(value)
+        else:
+            number = int(value)
         if minimum is not None and number < minimum:
             what = "must not be negative" if minimum == 0 else f"must be at least {minimum}"
             self.add(field, f"{what}, got {number}")
@@ -243,18 +265,17 @@ class Reader:
         if value is None:
             return None
         moment: datetime
+        if isinstance(value, str):
+            seconds = _parse_time(value)
+            if seconds is None:
+                self.add(
+                    field, f"{show(value)} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)"
+                )
+            return seconds
         if isinstance(value, datetime):
             moment = value
         elif isinstance(value, date):
             moment = datetime(value.year, value.month, value.day)
-        elif isinstance(value, str):
-            try:
-                moment = datetime.fromisoformat(value.strip())
-            except ValueError:
-                self.add(
-                    field, f"{show(value)} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)"
-                )
-                return None
         else:
             self.add(field, f"must be an RFC 3339 time string, got {type_name(value)}")
             return None

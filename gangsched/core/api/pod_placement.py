@@ -8,6 +8,7 @@ creation (matchLabelKeys folded into selectors) is done here too.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from gangsched.core.api.errors import show
@@ -25,9 +26,55 @@ from gangsched.core.model import (
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_TOLERATION_FIELDS = ("key", "operator", "value", "effect")
+#: key, operator, value, effect of each toleration: all that its reading uses.
+TolerationsKey = tuple[tuple[str | None, str | None, str | None, str | None], ...]
 
 
 def read_tolerations(r: Reader, raw: Any) -> tuple[Toleration, ...]:
+    """spec.tolerations. The pods of a workload carry the same list (the API server adds the
+    same two not-ready/unreachable tolerations to nearly every pod), so a valid list is
+    converted once and its models shared: they are frozen. Anything unusual is read in full,
+    which records its problems."""
+    if raw is None:
+        return ()
+    key = _tolerations_key(raw)
+    known = None if key is None else _valid_tolerations(key)
+    return _read_tolerations(r, raw) if known is None else known
+
+
+def _tolerations_key(raw: Any) -> TolerationsKey | None:
+    """Everything the reading of `raw` uses, when each of it has its exact JSON type (so
+    equal keys mean equal input: 1, 1.0 and True compare equal but read differently);
+    None for anything else."""
+    if type(raw) is not list:
+        return None
+    out = []
+    for entry in raw:
+        if type(entry) is not dict:
+            return None
+        fields = (entry.get("key"), entry.get("operator"), entry.get("value"), entry.get("effect"))
+        for value in fields:
+            if value is not None and type(value) is not str:
+                return None
+        seconds = entry.get("tolerationSeconds")
+        if seconds is not None and type(seconds) is not int:
+            return None  # any int is valid and changes nothing in the model
+        out.append(fields)
+    return tuple(out)
+
+
+@lru_cache(maxsize=512)
+def _valid_tolerations(key: TolerationsKey) -> tuple[Toleration, ...] | None:
+    """The tolerations a key stands for, or None when reading them records a problem."""
+    scratch = Reader("Pod")
+    tolerations = _read_tolerations(
+        scratch, [dict(zip(_TOLERATION_FIELDS, fields, strict=True)) for fields in key]
+    )
+    return None if scratch.problems else tolerations
+
+
+def _read_tolerations(r: Reader, raw: Any) -> tuple[Toleration, ...]:
     out = []
     for index, entry in enumerate(r.items(raw, "spec.tolerations")):
         field = item("spec.tolerations", index)
@@ -67,6 +114,8 @@ def read_tolerations(r: Reader, raw: Any) -> tuple[Toleration, ...]:
 def read_node_affinity(
     r: Reader, raw: Any
 ) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredNodeTerm, ...]]:
+    if raw is None:
+        return None, ()
     base = "spec.affinity.nodeAffinity"
     body = r.mapping(raw, base)
     required: tuple[NodeSelectorTerm, ...] | None = None
@@ -127,6 +176,8 @@ def read_pod_affinity(
 ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
     """Required terms (filter) and weighted preferred terms (score) of podAffinity or
     podAntiAffinity."""
+    if raw is None:
+        return (), ()
     body = r.mapping(raw, base)
     field = child(base, _REQUIRED)
     required = tuple(
@@ -179,6 +230,8 @@ def _read_affinity_term(
 def read_spread(
     r: Reader, raw: Any, labels: Mapping[str, str]
 ) -> tuple[TopologySpreadConstraint, ...]:
+    if raw is None:
+        return ()
     base = "spec.topologySpreadConstraints"
     out = []
     for index, entry in enumerate(r.items(raw, base)):

@@ -8,6 +8,7 @@ kubelet will admit; host ports follow the API server's hostNetwork defaulting.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from gangsched.core.api.fields import Reader, child, item
@@ -15,10 +16,15 @@ from gangsched.core.model import HostPort
 from gangsched.core.resources import CPU, MEMORY, ResourceList, effective_requests, max_each
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
+#: A container's resources.requests then resources.limits, flat: name, quantity, ..., None,
+#: name, quantity, ..., None (names and quantities are strings, so None ends each part).
+RequirementsKey = tuple[str | None, ...]
 
 
 def _read_requirements(r: Reader, raw: Any, field: str) -> ResourceList:
     """A container's requests, defaulted from its limits as the API server does."""
+    if raw is None:
+        return {}
     resources = r.mapping(raw, field)
     requests = r.resources(resources.get("requests"), child(field, "requests"))
     limits = r.resources(resources.get("limits"), child(field, "limits"))
@@ -31,6 +37,58 @@ def _read_requirements(r: Reader, raw: Any, field: str) -> ResourceList:
                 f"must be less than or equal to the {name} limit",
             )
     return requests
+
+
+def _plain_container_requests(entry: Any) -> ResourceList | None:
+    """A container's requests without reading it field by field: the containers of a
+    workload's pods carry the same few resources, so a valid set is converted once. Only
+    for a container whose name is a string or absent and which has no ports (nothing else
+    of it is read); None for any other, or when its resources would record a problem (the
+    full reading then records them)."""
+    if type(entry) is not dict or entry.get("ports") is not None:
+        return None
+    name = entry.get("name")
+    if name is not None and type(name) is not str:
+        return None
+    key = _requirements_key(entry.get("resources"))
+    known = None if key is None else _valid_requirements(key)
+    return None if known is None else dict(known)  # the caller's to change
+
+
+def _requirements_key(raw: Any) -> RequirementsKey | None:
+    """resources.requests and .limits (RequirementsKey) when every name and quantity is a
+    string (their exact JSON type: equal keys then mean equal input); None for anything
+    else."""
+    if raw is None:
+        return (None, None)
+    if type(raw) is not dict:
+        return None
+    key: list[str | None] = []
+    for part in (raw.get("requests"), raw.get("limits")):
+        if part is not None:  # absent reads as empty
+            if type(part) is not dict:
+                return None
+            for name, quantity in part.items():
+                if type(name) is not str or type(quantity) is not str:
+                    return None
+                key += (name, quantity)
+        key.append(None)  # ends the part
+    return tuple(key)
+
+
+@lru_cache(maxsize=512)
+def _valid_requirements(key: RequirementsKey) -> ResourceList | None:
+    """The requests a key stands for, or None when reading them records a problem.
+    Shared between containers: callers copy it."""
+    split = key.index(None)
+    requests, limits = key[:split], key[split + 1 : -1]
+    raw = {
+        "requests": dict(zip(requests[::2], requests[1::2], strict=True)),
+        "limits": dict(zip(limits[::2], limits[1::2], strict=True)),
+    }
+    scratch = Reader("Pod")
+    converted = _read_requirements(scratch, raw, "resources")
+    return None if scratch.problems else converted
 
 
 def _read_ports(r: Reader, raw: Any, field: str, *, host_network: bool) -> list[HostPort]:
@@ -62,6 +120,8 @@ def _actual_requests(r: Reader, status: Mapping[str, Any], key: str) -> dict[str
     """Per container name, what the kubelet reports the container has now: the larger of its
     status resources.requests and allocatedResources (in-place resize, KEP-1287)."""
     out: dict[str, ResourceList] = {}
+    if status.get(key) is None:
+        return out
     base = f"status.{key}"
     for index, entry in enumerate(r.items(status.get(key), base)):
         field = item(base, index)
@@ -121,6 +181,10 @@ def read_containers(
     ports: list[HostPort] = []
     sidecar_ports: list[HostPort] = []
     for index, entry in enumerate(containers):
+        plain = _plain_container_requests(entry)
+        if plain is not None:
+            steady.append(_with_actual(entry.get("name") or "", plain, actual, infeasible))
+            continue
         field = item("spec.containers", index)
         body = r.mapping(entry, field)
         requests = _read_requirements(r, body.get("resources"), child(field, "resources"))
@@ -145,7 +209,10 @@ def read_containers(
                 _read_ports(r, body.get("ports"), child(field, "ports"), host_network=host_network)
             )
     overhead = r.resources(spec.get("overhead"), "spec.overhead")
-    requests = effective_requests(steady, init)
+    if init or len(steady) != 1:
+        requests = effective_requests(steady, init)
+    else:  # what effective_requests gives for one container and no init containers
+        requests = {name: value for name, value in steady[0].items() if value}
     # Pod-level resources (PodLevelResources) replace the container sum for cpu, memory and
     # hugepages; overhead still comes on top.
     pod_level = _read_requirements(r, spec.get("resources"), "spec.resources")

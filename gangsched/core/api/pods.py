@@ -45,6 +45,15 @@ from gangsched.core.model import (
 )
 
 DEFAULT_SCHEDULER = "default-scheduler"
+#: Where a pod names its group after spec.schedulingGroup, in order of precedence:
+#: (dialect, whether it is a label (else an annotation), key). See _read_group.
+_GROUP_SOURCES = (
+    (Dialect.SIGS, True, SIGS_POD_GROUP_LABEL),
+    (Dialect.KOORDINATOR, True, LIGHTWEIGHT_GANG_NAME),
+    (Dialect.X_K8S, True, X_K8S_POD_GROUP_LABEL),
+    (Dialect.KOORDINATOR, False, KOORDINATOR_GANG_NAME),
+    *((Dialect.VOLCANO, False, key) for key in VOLCANO_GROUP_ANNOTATIONS),
+)
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 
@@ -301,15 +310,10 @@ def _read_group(
     """
     scheduling_group = r.mapping(spec.get("schedulingGroup"), "spec.schedulingGroup")
     upstream = r.string(scheduling_group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
-    candidates = (
-        (Dialect.UPSTREAM, upstream),
-        (Dialect.SIGS, labels.get(SIGS_POD_GROUP_LABEL, "")),
-        (Dialect.KOORDINATOR, labels.get(LIGHTWEIGHT_GANG_NAME, "")),
-        (Dialect.X_K8S, labels.get(X_K8S_POD_GROUP_LABEL, "")),
-        (Dialect.KOORDINATOR, annotations.get(KOORDINATOR_GANG_NAME, "")),
-        *((Dialect.VOLCANO, annotations.get(key, "")) for key in VOLCANO_GROUP_ANNOTATIONS),
-    )
-    for dialect, name in candidates:
+    if upstream:
+        return GroupRef(dialect=Dialect.UPSTREAM, namespace=r.namespace, name=upstream), None
+    for dialect, in_labels, key in _GROUP_SOURCES:
+        name = (labels if in_labels else annotations).get(key, "")
         if not name:
             continue
         ref = GroupRef(dialect=dialect, namespace=r.namespace, name=name)
