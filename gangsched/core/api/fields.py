@@ -176,6 +176,8 @@ class Reader:
 
     def string_map(self, value: Any, field: str) -> dict[str, str]:
         """Labels, annotations, nodeSelector: string keys to string values, as the API demands."""
+        if value is None:
+            return {}
         if type(value) is dict and all(
             type(key) is str and type(entry) is str for key, entry in value.items()
         ):
@@ -251,6 +253,8 @@ class Reader:
 
     def resources(self, value: Any, field: str) -> ResourceList:
         out: ResourceList = {}
+        if value is None:
+            return out
         for name, amount in self.mapping(value, field).items():
             if not isinstance(name, str) or not name:
                 self.add(field, f"resource names must be non-empty strings, got {show(name)}")

@@ -154,6 +154,8 @@ def _unsupported(r: Reader, spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _read_scheduling_gates(r: Reader, raw: Any) -> tuple[str, ...]:
     """The names of spec.schedulingGates, in order (each must be set and unique)."""
+    if raw is None:
+        return ()
     names: list[str] = []
     for index, entry in enumerate(r.items(raw, "spec.schedulingGates")):
         field = item("spec.schedulingGates", index)
@@ -181,6 +183,8 @@ def _controller_owner(refs: Any, namespace: str) -> str:
 def _read_volume_claims(r: Reader, raw: Any) -> tuple[PodVolumeClaim, ...]:
     """The pod's volumes that need a PersistentVolumeClaim. Other volume types (emptyDir,
     configMap, ...) do not constrain placement and are not read."""
+    if raw is None:
+        return ()
     out = []
     for index, entry in enumerate(r.items(raw, "spec.volumes")):
         field = item("spec.volumes", index)
@@ -210,6 +214,8 @@ def _read_resource_claims(
     r: Reader, spec: Mapping[str, Any], status: Mapping[str, Any]
 ) -> tuple[PodClaim, ...]:
     """spec.resourceClaims, with the generated names from status.resourceClaimStatuses."""
+    if spec.get("resourceClaims") is None and status.get("resourceClaimStatuses") is None:
+        return ()  # most pods: nothing to read or check
     generated: dict[str, str] = {}
     status_field = "status.resourceClaimStatuses"
     for index, entry in enumerate(r.items(status.get("resourceClaimStatuses"), status_field)):
