@@ -48,6 +48,9 @@ def pod_fingerprint(obj: JSON) -> PodFingerprint:
         _exact(
             meta.get("labels"),
             meta.get("annotations"),
+            # A controller adopting or orphaning the pod: its owner shows in its PodGroup's
+            # occupiedBy and decides which pods go together as victims.
+            meta.get("ownerReferences"),
             # Removing a gate may come with a tightened nodeSelector/affinity (KEP-3838) and
             # tolerations may be added to any pod; the generation catches these where the
             # server tracks it (PodObservedGenerationTracking), the fields themselves

@@ -81,7 +81,12 @@ def test_anything_else_changed_is_converted_again() -> None:
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
     unbound = changed(before, node=None, phase="Failed")
     bad_phase = changed(before, node="n-1", phase="Sleeping")
-    for after in (relabelled, deleting, unbound, bad_phase):
+    adopted = changed(before, node="n-1", phase=None)
+    adopted["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j-1", "controller": True}
+    ]
+    assert pod_from_raw(adopted, priorities=RESOLVER).owner != cached.owner
+    for after in (relabelled, deleting, unbound, bad_phase, adopted):
         assert rebound(cached, pod_fingerprint(before), pod_fingerprint(after)) is None
     bound = changed(before, node="n-1", phase=None)
     assert rebound(None, pod_fingerprint(before), pod_fingerprint(bound)) is None
