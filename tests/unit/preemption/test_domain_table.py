@@ -13,7 +13,8 @@ from gangsched.core.preemption.domain_table import DomainTables
 from gangsched.core.preemption.victims import VictimTable, collect_victim_table
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.topology.domains import partition
-from tests.unit.preemption.test_domain_bounds import PREEMPTOR, RACK, Spec, build, specs
+from tests.unit.preemption.racks import PREEMPTOR, RACK
+from tests.unit.preemption.test_domain_bounds import Spec, build, specs
 
 
 def by_definition(table: VictimTable, mask: list[bool]) -> VictimTable:
