@@ -49,8 +49,9 @@ def pod_fingerprint(obj: JSON) -> PodFingerprint:
             meta.get("labels"),
             meta.get("annotations"),
             # A controller adopting or orphaning the pod: its owner shows in its PodGroup's
-            # occupiedBy and decides which pods go together as victims.
-            meta.get("ownerReferences"),
+            # occupiedBy and decides which pods go together as victims. What the conversion
+            # reads of each reference (gangsched.edge.wire decodes no more of a listed pod).
+            _owner_keys(meta.get("ownerReferences")),
             # Removing a gate may come with a tightened nodeSelector/affinity (KEP-3838) and
             # tolerations may be added to any pod; the generation catches these where the
             # server tracks it (PodObservedGenerationTracking), the fields themselves
@@ -118,6 +119,13 @@ def rebound(cached: Pod | None, old: PodFingerprint | None, new: PodFingerprint)
         nominated_node_name=nominated or None,
         terminating=False,
     )
+
+
+def _owner_keys(refs: object) -> object:
+    """Of each owner reference, what pod_from_raw reads (and a typed list decodes)."""
+    if not isinstance(refs, list):
+        return repr(refs)  # absent, or not a list: the conversion reports it
+    return [(r.get("name"), r.get("controller")) if isinstance(r, dict) else repr(r) for r in refs]
 
 
 def _exact(*values: object) -> bytes | str:
