@@ -44,7 +44,7 @@ from gangsched.core.group_status import (
     timestamp,
     unchanged,
 )
-from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.model import Dialect, GroupRef, Pod
 from gangsched.core.phase import count_members
 from gangsched.core.queue import State
 from gangsched.core.scheduler import Scheduler
@@ -95,6 +95,8 @@ class PodGroupStatusWriter:
     _waiting_since: dict[GroupRef, float] = field(default_factory=dict)
     #: Since when each group has had members bound but not started (STARTING_HOLD_S).
     _starting_since: dict[GroupRef, float] = field(default_factory=dict)
+    #: Since when each group has been queued for its first attempt (_held_for_first_attempt).
+    _untried_since: dict[GroupRef, float] = field(default_factory=dict)
     #: PodGroupInitiallyScheduled (CompositePodGroupInitiallyScheduled) =True as we wrote it,
     #: per group and uid: a watch event older than our write must not make us believe it is
     #: still False (it never goes back).
@@ -119,6 +121,7 @@ class PodGroupStatusWriter:
             self._first_attempt_mono,
             self._waiting_since,
             self._starting_since,
+            self._untried_since,
             self._initially_scheduled,
         ):
             kept.pop(ref, None)
@@ -152,36 +155,54 @@ class PodGroupStatusWriter:
         now = time.monotonic()
         writes = []
         for ref in everything if refs is None else refs:
-            if (
-                ref.dialect not in self.versions
-                or self._collecting(ref, now)
-                or self._starting(ref, now)
-                or self._first_attempt_due(ref)
+            if ref.dialect not in self.versions:
+                continue
+            self._note_first_attempt(ref)  # when it was tried, whether or not written now
+            if self._collecting(ref, now):
+                continue
+            members = cluster.group_members(ref) if ref in cluster.groups else []
+            if self._held_while_starting(ref, members, now) or self._held_for_first_attempt(
+                ref, members, now
             ):
                 continue
             desired = self.desired(ref)
             if desired is None or unchanged(self.current.get(ref), desired):
                 continue
-            writes.append(self._gated_write(ref, desired))
+            writes.append(self._gated_write(ref))
         await asyncio.gather(*writes)
 
-    async def _gated_write(self, ref: GroupRef, status: JSON) -> None:
+    async def _gated_write(self, ref: GroupRef) -> None:
+        """The status as it is once a slot is free (a sweep's last writes wait behind the
+        others for seconds): nothing if the group is gone, unchanged, or leadership is lost."""
         async with self.gate.slot():
-            await self._write(ref, status)
+            if not self.may_write():
+                return
+            desired = self.desired(ref)
+            if desired is None or unchanged(self.current.get(ref), desired):
+                return
+            await self._write(ref, desired)
 
-    def _first_attempt_due(self, ref: GroupRef) -> bool:
+    def _note_first_attempt(self, ref: GroupRef) -> None:
+        """scheduleStartTime is when the group's first outcome came, not when a held status
+        was first written."""
+        if ref in self.actuator.outcomes and ref not in self.first_attempt:
+            self.first_attempt[ref] = _now()
+            self._first_attempt_mono[ref] = time.monotonic()
+
+    def _held_for_first_attempt(self, ref: GroupRef, members: list[Pod], now: float) -> bool:
         """Whether the group has never been tried, none of its members is bound, and its first
-        attempt is queued: that attempt's outcome is the status worth writing, moments away.
+        attempt is queued: that attempt's outcome is the status worth writing, moments away;
+        for STARTING_HOLD_S at most, in case a backlog of queued gangs keeps it waiting.
         Written at once, each of a precreated (a) run's 1,000 gangs got a bare "Pending" it
         kept for seconds, and a second write once it ran (1,997 applies, 1 round)."""
-        if ref in self.actuator.outcomes:
-            return False
         queued = self.scheduler.queue.state_of(self.scheduler.unit_key(ref)) is State.ACTIVE
-        return queued and not any(
-            pod.node_name is not None for pod in self.scheduler.cluster.group_members(ref)
-        )
+        if ref in self.actuator.outcomes or not queued or any(p.node_name for p in members):
+            self._untried_since.pop(ref, None)
+            return False
+        since = self._untried_since.setdefault(ref, now)
+        return now - since < STARTING_HOLD_S
 
-    def _starting(self, ref: GroupRef, now: float) -> bool:
+    def _held_while_starting(self, ref: GroupRef, members: list[Pod], now: float) -> bool:
         """Whether the group's status waits for members that are bound (or placed and held
         for their volumes) but not started yet: at most STARTING_HOLD_S since it was first
         seen starting or last allowed a write."""
@@ -191,7 +212,7 @@ class PodGroupStatusWriter:
         starting = any(
             (pod.node_name is not None and pod.phase == "Pending" and not pod.terminating)
             or pod.key in holding
-            for pod in self.scheduler.cluster.group_members(ref)
+            for pod in members
         )
         if not starting:
             self._starting_since.pop(ref, None)
@@ -227,9 +248,7 @@ class PodGroupStatusWriter:
         if group is None:
             return None
         outcome: GroupOutcome | None = self.actuator.outcomes.get(ref)
-        if outcome is not None and ref not in self.first_attempt:
-            self.first_attempt[ref] = _now()
-            self._first_attempt_mono[ref] = time.monotonic()
+        self._note_first_attempt(ref)
         members = self.scheduler.cluster.group_members(ref)
         holding = self.actuator.pre_binding_pods
         if holding:  # placed but not bound until their volumes are: not scheduled yet

@@ -141,7 +141,7 @@ async def test_a_gang_whose_members_are_starting_is_written_once_they_run(
 ) -> None:
     """Bound members still starting would change the status again at each start: it waits
     until they run (one write, the settled phase), or STARTING_HOLD_S if they take longer."""
-    monkeypatch.setattr(podgroup_status, "STARTING_HOLD_S", 0.2)
+    monkeypatch.setattr(podgroup_status, "STARTING_HOLD_S", 1.0)
     child = group("a", 2, dialect=Dialect.SIGS)
     members = [pod(f"a-{i}", group="a", node_name="n1", phase="Pending") for i in range(2)]
     state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=members, groups=[child])
@@ -169,14 +169,14 @@ async def test_a_gang_whose_members_are_starting_is_written_once_they_run(
     actuator.outcomes[other.ref] = GroupOutcome(other.ref, SCHEDULED, "placed")
     await writer.sync_once([other.ref])
     assert len(kube.applied) == 1
-    await asyncio.sleep(0.25)
+    await asyncio.sleep(1.05)
     await writer.sync_once([other.ref])
     assert len(kube.applied) == 2
     assert kube.applied[-1][1]["status"]["phase"] == "Scheduled"
     state.upsert_pod(dataclasses.replace(slow[0], phase="Running"))
     await writer.sync_once([other.ref])
     assert len(kube.applied) == 2  # one still starting: held again after that write
-    await asyncio.sleep(0.25)
+    await asyncio.sleep(1.05)
     await writer.sync_once([other.ref])
     assert len(kube.applied) == 3
     assert kube.applied[-1][1]["status"]["running"] == 1
@@ -240,3 +240,66 @@ async def test_kube_schedulers_condition_is_not_held_while_pods_start() -> None:
     await writer.sync_once([child.ref])
     written = find_condition(kube.applied[-1][1]["status"], UPSTREAM_CONDITION)
     assert written is not None and written["status"] == "True"
+
+
+async def test_schedule_start_time_is_the_first_outcome_even_when_the_write_is_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The status of a gang placed at its first attempt waits while its pods start; when it
+    is written, scheduleStartTime is still when that attempt came, not when the write did."""
+    clock = ["2026-11-28T00:00:00Z"]
+    monkeypatch.setattr(podgroup_status, "_now", lambda: clock[0])
+    child = group("a", 1, dialect=Dialect.SIGS)
+    member = pod("a-0", group="a", node_name="n1", phase="Pending")
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=[member], groups=[child])
+    kube, actuator, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    actuator.outcomes[child.ref] = GroupOutcome(child.ref, SCHEDULED, "placed")
+    await writer.sync_once([child.ref])
+    assert kube.applied == []  # held: its member is starting
+    clock[0] = "2026-11-28T00:00:30Z"
+    state.upsert_pod(dataclasses.replace(member, phase="Running"))
+    await writer.sync_once()
+    assert kube.applied[-1][1]["status"]["scheduleStartTime"] == "2026-11-28T00:00:00Z"
+
+
+async def test_a_write_waiting_for_the_gate_is_dropped_once_leadership_is_lost() -> None:
+    running = [pod(f"g{i}-0", group=f"g{i}", node_name="n1") for i in range(3)]
+    groups = [group(f"g{i}", 1, dialect=Dialect.SIGS) for i in range(3)]
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=running, groups=groups)
+    kube, actuator, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    writer.gate = WriteGate(while_binding=1, otherwise=1)
+    leader = True
+    writer.may_write = lambda: leader
+    recorded = kube.apply
+
+    async def apply_then_lose(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal leader
+        answer = await recorded(path, body)
+        leader = False  # lost while the other writes wait for the slot
+        return answer
+
+    kube.apply = apply_then_lose  # type: ignore[method-assign]
+    for g in groups:
+        actuator.outcomes[g.ref] = GroupOutcome(g.ref, SCHEDULED, "placed")
+    await writer.sync_once()
+    assert len(kube.applied) == 1
+
+
+async def test_a_queued_group_is_written_after_the_hold_if_its_first_attempt_is_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A backlog of queued gangs must not leave a group without any status for long."""
+    monkeypatch.setattr(podgroup_status, "STARTING_HOLD_S", 1.0)
+    queued = group("q", 2, dialect=Dialect.SIGS)
+    members = [pod(f"q-{i}", group="q") for i in range(2)]
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=members, groups=[queued])
+    kube, _, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    writer.scheduler.enqueue_pending()
+    await writer.sync_once()
+    assert kube.applied == []
+    await asyncio.sleep(1.05)
+    await writer.sync_once()
+    assert [body["status"]["phase"] for _, body in kube.applied] == ["Pending"]
