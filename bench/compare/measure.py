@@ -72,6 +72,7 @@ class ApiCounts:
             name: process_cpu_seconds(env.cluster.dir / "pids" / f"{pid_file}.pid")
             for name, pid_file in CONTROL_PLANE.items()
         }
+        at = time.monotonic()  # with the CPU, not after the scrape below
         text = env.metrics()
         scheduler = sum(
             v
@@ -86,7 +87,7 @@ class ApiCounts:
             by[f"{labels.get('verb', '')} {resource}"] += v
         events = sum(v for _, v in samples(text, "apiserver_watch_events_sizes_count"))
         sent = sum(v for _, v in samples(text, "apiserver_watch_events_sizes_sum"))
-        return cls(scheduler, dict(by), cpu, events, sent, time.monotonic())
+        return cls(scheduler, dict(by), cpu, events, sent, at)
 
     def idle_rate(self, earlier: ApiCounts) -> dict[str, float]:
         """CPU seconds per second of each CONTROL_PLANE process between two readings of a

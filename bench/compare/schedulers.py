@@ -244,9 +244,11 @@ class Running(SchedulerProcess):
             self.controller.alive()
 
     def stop(self) -> None:
-        super().stop()
-        if self.controller is not None:
-            self.controller.stop()
+        try:
+            super().stop()
+        finally:
+            if self.controller is not None:
+                self.controller.stop()
 
 
 def exec_process(launch: Launch) -> SchedulerProcess:
@@ -259,7 +261,12 @@ def exec_process(launch: Launch) -> SchedulerProcess:
 def start(launch: Launch) -> Running:
     """The controller, if any, then the scheduler, both on the run's clock."""
     controller = exec_process(launch.controller) if launch.controller is not None else None
-    scheduler = exec_process(launch)
+    try:
+        scheduler = exec_process(launch)
+    except BaseException:
+        if controller is not None:
+            controller.stop()  # not left running when the scheduler cannot be started
+        raise
     return Running(scheduler.process, scheduler.metrics_url, scheduler.log, controller)
 
 

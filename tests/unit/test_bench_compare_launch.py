@@ -22,6 +22,7 @@ from bench.compare.schedulers import (
     requests_by_verb,
     start,
 )
+from bench.harness import SchedulerProcess
 from gangsched.edge.kube import Kube
 
 CLIENT_GO_SCRAPE = """\
@@ -178,3 +179,29 @@ def test_podgroup_phases_count_how_far_the_status_writer_got() -> None:
     phases = asyncio.run(podgroup_phases(cast(Kube, kube), CO_PODGROUP_API))
     assert phases == {"Running": 1, "Pending": 2, "": 1}
     assert kube.paths == ["/apis/scheduling.x-k8s.io/v1alpha1/namespaces/bench/podgroups"]
+
+
+def test_a_scheduler_that_cannot_start_leaves_no_controller_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[SchedulerProcess] = []
+    real = schedulers.exec_process
+
+    def recording(launch: Launch) -> SchedulerProcess:
+        process = real(launch)
+        started.append(process)
+        return process
+
+    monkeypatch.setattr(schedulers, "exec_process", recording)
+    missing = Launch(
+        [str(tmp_path / "no-such-scheduler")],
+        tmp_path / "s.log",
+        "",
+        "",
+        "coscheduling",
+        controller=sleeper(tmp_path, CO_CONTROLLER),
+    )
+    with pytest.raises(OSError):
+        start(missing)
+    assert len(started) == 1  # the controller
+    assert started[0].process.poll() is not None
