@@ -72,6 +72,17 @@ _COUNTED = (Dialect.SIGS, Dialect.X_K8S)
 _INITIALLY = {Dialect.UPSTREAM: UPSTREAM_CONDITION, Dialect.COMPOSITE: COMPOSITE_CONDITION}
 
 
+def _held(
+    since: dict[GroupRef, float], ref: GroupRef, now: float, limit: float, *, while_: bool
+) -> bool:
+    """Whether a status held `while_` a condition lasts is still held: for `limit` seconds
+    from when `since` first saw the condition, forgotten as soon as it ends."""
+    if not while_:
+        since.pop(ref, None)
+        return False
+    return now - since.setdefault(ref, now) < limit
+
+
 def _now() -> str:
     return timestamp(time.time())
 
@@ -196,11 +207,8 @@ class PodGroupStatusWriter:
         Written at once, each of a precreated (a) run's 1,000 gangs got a bare "Pending" it
         kept for seconds, and a second write once it ran (1,997 applies, 1 round)."""
         queued = self.scheduler.queue.state_of(self.scheduler.unit_key(ref)) is State.ACTIVE
-        if ref in self.actuator.outcomes or not queued or any(p.node_name for p in members):
-            self._untried_since.pop(ref, None)
-            return False
-        since = self._untried_since.setdefault(ref, now)
-        return now - since < STARTING_HOLD_S
+        untried = ref not in self.actuator.outcomes and not any(p.node_name for p in members)
+        return _held(self._untried_since, ref, now, STARTING_HOLD_S, while_=queued and untried)
 
     def _held_while_starting(self, ref: GroupRef, members: list[Pod], now: float) -> bool:
         """Whether the group's status waits for members that are bound (or placed and held
@@ -214,13 +222,10 @@ class PodGroupStatusWriter:
             or pod.key in holding
             for pod in members
         )
-        if not starting:
-            self._starting_since.pop(ref, None)
-            return False
-        since = self._starting_since.setdefault(ref, now)
-        if now - since < STARTING_HOLD_S:
+        if _held(self._starting_since, ref, now, STARTING_HOLD_S, while_=starting):
             return True
-        self._starting_since[ref] = now  # written now: the next write waits a hold again
+        if starting:
+            self._starting_since[ref] = now  # written now: the next write waits a hold again
         return False
 
     def _collecting(self, ref: GroupRef, now: float) -> bool:
@@ -229,11 +234,9 @@ class PodGroupStatusWriter:
         Streamed gangs are complete within a second, and each member's arrival changed the
         waiting message: (b) paced, 11 status applies per gang, most never read."""
         outcome = self.actuator.outcomes.get(ref)
-        if outcome is None or outcome.result != WAITING:
-            self._waiting_since.pop(ref, None)
-            return False
-        since = self._waiting_since.setdefault(ref, now)
-        return now - since < self.actuator.waiting_condition_delay
+        waiting = outcome is not None and outcome.result == WAITING
+        delay = self.actuator.waiting_condition_delay
+        return _held(self._waiting_since, ref, now, delay, while_=waiting)
 
     def desired(self, ref: GroupRef) -> JSON | None:
         composite = self.scheduler.cluster.composites.get(ref)
