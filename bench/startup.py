@@ -164,7 +164,14 @@ async def _launch(env: Env, tree: Path, run_dir: Path, watch: Watch) -> Launch:
     argv = gangsched_process.argv(kubeconfig=kubeconfig, config=config)
     t_exec = time.time()
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=tree)
+        # Unbuffered: the launch is killed, and its log must hold the lines up to the kill.
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tree,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     try:
         seen = await wait_until(
             lambda: bool(_binds_since(watch, t_exec)), FIRST_BIND_TIMEOUT_S, 0.01

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -20,6 +21,11 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+#: numpy's OpenBLAS starts a thread per core when numpy is imported. gangsched does no linear
+#: algebra (its arrays are compared and summed, never multiplied), and the threads' start cost
+#: every start 0.09 CPU s of numpy's 0.25 on 2 cores (`import numpy`, 4 runs each, issue 30):
+#: one thread unless the environment says otherwise.
+BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for name, value in BLAS_THREADS.items():
+        os.environ.setdefault(name, value)  # before anything imports numpy
     args = _parser().parse_args(argv)
     collecting = gc.isenabled()
     if args.command == "run":

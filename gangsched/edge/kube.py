@@ -35,6 +35,13 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 #: The field manager gangsched applies as (`kubectl get --show-managed-fields` shows it).
 FIELD_MANAGER = "gangsched"
+#: Connections opened at start (and on winning the lease) for the first binds; the rest open as
+#: binds need them. Each is a TLS handshake on both sides, and done alongside the lists they
+#: delayed the sync: bindConcurrency 64 of them took 0.15 of the 1.4-1.6 CPU seconds start-up
+#: spends before the sync (bench.startup, precreated (b), 6 launches each side by side: CPU at
+#: the sync 1.41 against 1.56 s, the sync at 1.84 against 1.95 s; issue 30). 16 is a first
+#: gang's binds and more.
+WARM_CONNECTIONS = 16
 
 
 class KubeError(Exception):
@@ -117,8 +124,9 @@ class Kube:
         between the first decision and its first bind answered, 1,600 pods waiting, issue 30).
         client-go multiplexes its requests on one HTTP/2 connection and pays this once. Opened
         while the informers list, the handshakes are done when the binds start; the
-        connections then wait in the pool (KEEPALIVE_S). `GET /version` is the cheapest
-        request every identity may send (system:public-info-viewer)."""
+        connections then wait in the pool (KEEPALIVE_S). Only as many as the first binds need
+        (WARM_CONNECTIONS): the handshakes compete with the lists for the CPU. `GET /version`
+        is the cheapest request every identity may send (system:public-info-viewer)."""
         started = time.perf_counter()
         answers = await asyncio.gather(
             *(self.request_raw("GET", "/version") for _ in range(connections)),

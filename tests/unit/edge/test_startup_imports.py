@@ -4,6 +4,7 @@ comes once the operator's caches have synced (gangsched.edge.app)."""
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 from typing import Any
@@ -54,3 +55,24 @@ def test_run_starts_without_garbage_collection_and_restores_it(
     finally:
         gc.enable()
     assert collecting_in_run == [False, False]
+
+
+def test_numpy_starts_one_blas_thread_unless_the_environment_says_otherwise() -> None:
+    # gangsched.cli sets it before anything imports numpy; numpy reads it once, at import.
+    script = (
+        "import os\n"
+        "from gangsched import cli\n"
+        "try:\n"
+        "    cli.main(['--version'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'])\n"
+    )
+    for given, expected in ((None, "1"), ("4", "4")):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if given is not None:
+            env["OPENBLAS_NUM_THREADS"] = given
+        out = subprocess.run(
+            [sys.executable, "-c", script], check=True, capture_output=True, text=True, env=env
+        ).stdout
+        assert out.splitlines()[-1] == expected
