@@ -7,7 +7,12 @@ Two rules, both about a gang that has run whole (at least minMember members boun
   consolidation, drift and expiry, which all evict through it and skip nodes whose pods a
   budget blocks) cannot take it below its minimum. A group opts out with an annotation, and the
   configuration sets the default. Budgets are values here (GangBudget); the edge creates and
-  deletes the objects (edge/gang_protection.py).
+  deletes the objects (edge/gang_protection.py). The budget is first wanted once minMember
+  members have started (phase Running), not at their bind: the Eviction API lets a Pending pod
+  go whatever the budgets say, so before then a budget protects nothing, and the controller
+  manager would recompute its status as each member starts (one status write for a gang that
+  starts together, against one per start); a gang whose members never start gets none. Once
+  wanted it stays while the gang runs, through member restarts and replacements.
 * **Stale gangs.** A running gang that drops below minMember (a member failed or was deleted,
   its node is gone) does no work while it holds its nodes. If replacement members do not bring
   it back to minMember within its grace period, every remaining member is evicted, with a
@@ -108,6 +113,9 @@ class GangHealth:
     running: set[GroupRef] = field(default_factory=set)
     #: Running gangs below minMember, since when (the caller's clock).
     short_since: dict[GroupRef, float] = field(default_factory=dict)
+    #: Running gangs whose budget is wanted (minMember members started once, or its budget
+    #: existed): kept until the gang stops running.
+    protecting: set[GroupRef] = field(default_factory=set)
     #: Unprotectable gangs already told (one event each).
     _told: set[GroupRef] = field(default_factory=set)
     #: Per gang: (members and budgets it was computed for, selector, why not).
@@ -120,6 +128,7 @@ class GangHealth:
         exists (a restarted scheduler learns from them which gangs were running)."""
         out = HealthReview()
         self.running |= budgeted
+        self.protecting |= budgeted
         refs = {ref for ref in cluster.members if ref.dialect is not Dialect.LONE_POD}
         for ref in sorted(refs | self.running | set(self.short_since), key=_order):
             self._review_gang(cluster, ref, now, out)
@@ -132,7 +141,7 @@ class GangHealth:
         self, cluster: ClusterState, ref: GroupRef, now: float, out: HealthReview
     ) -> None:
         group = cluster.pod_group(ref)
-        members, healthy, completing = _census(cluster, ref)
+        members, healthy, started, completing = _census(cluster, ref)
         if group is None or group.min_member < 2 or not members or completing:
             self._forget(ref)  # gone, not a gang, or finishing its work: nothing to guard
             return
@@ -140,6 +149,8 @@ class GangHealth:
             if self.short_since.pop(ref, None) is not None:
                 out.decisions.append(_group_event(ref, "Normal", GANG_RECOVERED, _whole(group)))
             self.running.add(ref)
+            if started >= group.min_member:
+                self.protecting.add(ref)
             self._protect(cluster, group, members, out)
             return
         if ref not in self.running:
@@ -160,7 +171,9 @@ class GangHealth:
         self, cluster: ClusterState, group: PodGroup, members: list[Pod], out: HealthReview
     ) -> None:
         wanted = group.disruption_protection
-        if not (self.config.protect if wanted is None else wanted):
+        if group.ref not in self.protecting or not (
+            self.config.protect if wanted is None else wanted
+        ):
             return
         # The selector changes only with the members and the user's budgets: computed once
         # per change, not per review (the shared-labels fallback looks at every pod).
@@ -237,24 +250,26 @@ class GangHealth:
     def _forget(self, ref: GroupRef) -> None:
         self.running.discard(ref)
         self.short_since.pop(ref, None)
+        self.protecting.discard(ref)
 
 
 def _order(ref: GroupRef) -> tuple[str, str, str]:
     return (ref.namespace, ref.name, ref.dialect.value)
 
 
-def _census(cluster: ClusterState, ref: GroupRef) -> tuple[list[Pod], int, bool]:
+def _census(cluster: ClusterState, ref: GroupRef) -> tuple[list[Pod], int, int, bool]:
     """The gang's members of ours, how many hold their place (bound to a node that still
-    exists, not terminating, not failed), and whether one succeeded (the gang is finishing its
-    work, not broken). One pass: this runs for every gang every second."""
+    exists, not terminating, not failed), how many of those have started (phase Running),
+    and whether one succeeded (the gang is finishing its work, not broken). One pass: this
+    runs for every gang every second."""
     ours, nodes = cluster.scheduler_name, cluster.nodes
     members: list[Pod] = []
-    healthy = 0
+    healthy = started = 0
     for pod in cluster.group_members(ref):
         if pod.scheduler_name != ours:
             continue
         if pod.phase == "Succeeded":
-            return members, healthy, True
+            return members, healthy, started, True
         members.append(pod)
         if (
             pod.node_name is not None
@@ -263,7 +278,8 @@ def _census(cluster: ClusterState, ref: GroupRef) -> tuple[list[Pod], int, bool]
             and pod.node_name in nodes
         ):
             healthy += 1
-    return members, healthy, False
+            started += pod.phase == "Running"
+    return members, healthy, started, False
 
 
 def _whole(group: PodGroup) -> str:

@@ -4,6 +4,7 @@ period, with `now` passed in (no test sleeps)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -61,6 +62,35 @@ def test_a_running_gang_gets_a_budget_of_min_member_over_its_label() -> None:
     assert gang_budget.selector == ((SIGS_POD_GROUP_LABEL, "train"),)
     assert gang_budget.name == budget_name(TRAIN) == "gang-sigs-train"
     assert review.broken == [] and review.released == [] and review.decisions == []
+
+
+def test_the_budget_waits_for_min_member_members_started_then_stays_through_replacements() -> (
+    None
+):
+    """A bound member still Pending may be evicted whatever the budgets say (the Eviction
+    API's rule), so a budget is first wanted once minMember members run; a replacement that
+    has not started yet does not take it away."""
+    gang = group("train", 4)
+    bound = members(4, phase="Pending")
+    state = cluster([node(f"n{i}") for i in range(4)], bound, [gang])
+    health = GangHealth()
+    assert health.review(state, now=0.0).budgets == {}  # bound, none started
+    for member in bound[:3]:
+        state.upsert_pod(replace(member, phase="Running"))
+    assert health.review(state, now=1.0).budgets == {}  # 3 of minMember 4 started
+    state.upsert_pod(replace(bound[3], phase="Running"))
+    assert TRAIN in health.review(state, now=2.0).budgets
+    lose(state, "default/train-0")
+    state.upsert_pod(replace(bound[0], name="train-4", phase="Pending"))  # its replacement
+    review = health.review(state, now=3.0)
+    assert TRAIN in review.budgets and review.released == []
+
+
+def test_a_restarted_scheduler_keeps_the_budget_of_a_gang_not_started() -> None:
+    gang = group("train", 4)
+    state = cluster([node(f"n{i}") for i in range(4)], members(4, phase="Pending"), [gang])
+    review = GangHealth().review(state, now=0.0, budgeted=frozenset({TRAIN}))
+    assert TRAIN in review.budgets  # deleted and created again later would only churn
 
 
 def test_a_gang_still_being_placed_gets_no_budget_and_is_never_released() -> None:
