@@ -789,6 +789,12 @@ OTHER: dict[str, str] = {
         "warm failover at 5,000 / 50,000 with the follower polling the Lease (before it "
         "watched it), loaded machine"
     ),
+    "startup-warm-connections-a.json": (
+        "gangsched's start-up on precreated (a), 6 launches each of 457cd5e and of b22a6c8 (16 "
+        "connections opened ahead of the first binds instead of 64), side by side "
+        "(python -m bench.startup)"
+    ),
+    "startup-warm-connections-b.json": "the same on precreated (b)",
     "autoscaling.json": (
         "(k) a 16-pod gang under Karpenter's kwok provider, gangsched and kube-scheduler in turn "
         "(python -m bench.autoscaling; summarised in docs/benchmarks.md)"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -75,6 +76,12 @@ def _parse() -> argparse.Namespace:
         help="a gangsched checkout to start (repeat to compare; default: this one)",
     )
     parser.add_argument("--json", type=Path, help="write every launch and the medians here")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="py-spy raw profiles of each launch up to its first bind into this directory "
+        "(the figures are then py-spy's too: profile and measure in separate runs)",
+    )
     return parser.parse_args()
 
 
@@ -145,12 +152,25 @@ async def _repair(kube: Kube, env: Env, pods: dict[str, dict[str, Any]]) -> int:
     return len(bound)
 
 
+def _stop(process: subprocess.Popen[bytes], *, profiling: bool) -> None:
+    """Killed at once; under py-spy, interrupted first so that it writes its profile."""
+    if profiling:
+        os.killpg(process.pid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 def _binds_since(watch: Watch, t_exec: float) -> list[float]:
     """Binds the watch saw after exec (it also notes the nodeName of pods being deleted)."""
     return [at for at in watch.bound_at.values() if at >= t_exec]
 
 
-async def _launch(env: Env, tree: Path, run_dir: Path, watch: Watch) -> Launch:
+async def _launch(
+    env: Env, tree: Path, run_dir: Path, watch: Watch, profile: Path | None = None
+) -> Launch:
     run_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = run_dir / "gangsched.kubeconfig"
     write_kubeconfig(env, kubeconfig, sa_token(env, "gangsched-system", "gangsched"), "gangsched")
@@ -162,6 +182,20 @@ async def _launch(env: Env, tree: Path, run_dir: Path, watch: Watch) -> Launch:
     log = run_dir / "gangsched.log"
     result = Launch(tree=tree, load=load_average())
     argv = gangsched_process.argv(kubeconfig=kubeconfig, config=config)
+    if profile is not None:
+        profile.mkdir(parents=True, exist_ok=True)
+        out_file = profile / f"{run_dir.name}.txt"
+        argv = [
+            str(Path(sys.executable).parent / "py-spy"),
+            "record",
+            "--format",
+            "raw",
+            "--rate",
+            "250",
+            "-o",
+            str(out_file),
+        ]
+        argv += ["--", *gangsched_process.argv(kubeconfig=kubeconfig, config=config)]
     t_exec = time.time()
     with log.open("wb") as out:
         # Unbuffered: the launch is killed, and its log must hold the lines up to the kill.
@@ -171,14 +205,14 @@ async def _launch(env: Env, tree: Path, run_dir: Path, watch: Watch) -> Launch:
             stderr=subprocess.STDOUT,
             cwd=tree,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,  # py-spy and gangsched stopped together
         )
     try:
         seen = await wait_until(
             lambda: bool(_binds_since(watch, t_exec)), FIRST_BIND_TIMEOUT_S, 0.01
         )
     finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+        _stop(process, profiling=profile is not None)
     if seen:
         result.first_bind_s = round(min(_binds_since(watch, t_exec)) - t_exec, 3)
     times = log_times(log, t_exec)
@@ -214,7 +248,7 @@ async def _main(args: argparse.Namespace) -> int:
         for number in range(args.launches):
             for index, tree in enumerate(trees):
                 run_dir = cluster.dir / f"launch-{number}-{index}"
-                launch = await _launch(env, tree, run_dir, watch)
+                launch = await _launch(env, tree, run_dir, watch, args.profile)
                 launch.bound_before_kill = await _repair(kube, env, pods)
                 launches.append(launch)
                 print(json.dumps({**launch.__dict__, "tree": str(tree)}), flush=True)
