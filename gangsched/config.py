@@ -163,6 +163,10 @@ class Config(_Strict):
     search: Search = Field(default_factory=Search)
     topology: Topology = Field(default_factory=Topology)
     bindConcurrency: int = Field(16, ge=1)
+    #: How long a PodGroup's status waits while its bound members start (and a never-tried
+    #: group's for its queued first attempt), so that it is written once, settled; 0 writes
+    #: every change at once (gangsched.edge.podgroup_status).
+    podGroupStatusHoldSeconds: float = Field(30.0, ge=0)
     #: How long a gang's volume decisions may take to be confirmed (claims bound) before its
     #: pods bind; kube-scheduler's VolumeBinding bindTimeoutSeconds.
     volumeBindTimeoutSeconds: int = Field(600, ge=1)

@@ -113,6 +113,7 @@ class Operator:
             actuator=self.actuator,
             may_write=self._may_write,
             gate=self.actuator.write_gate(),
+            starting_hold=self.config.podGroupStatusHoldSeconds,
         )
         self.protection = GangProtection(
             kube=self.kube,

@@ -13,14 +13,15 @@ we compare against what the API server holds, not only against what we wrote las
 
 A group whose members are bound but still starting changes again and again (each member that
 starts changes its counts, and the last its phase), so while any member is starting, the
-status of the dialects that count members (_COUNTED) is written at most once per
-STARTING_HOLD_S: a gang whose pods start within that is written once, in its settled state;
-one pulling large images is written when the hold ends, then at most once per hold until its
-pods run. That rule, not the pace of the writes, is what coalesces them, so the writes of a
-sweep go out together through a WriteGate (issue 30: one after another, the statuses of 1,000
-gangs bound in 20 s were written until 34 s after the last bind, everything the API server
-did meanwhile counting against the run; together without the rule, 2.4 writes per gang, as
-kwok started the pods of a precreated (a) run up to 30 s after their binds).
+status of the dialects that count members (_COUNTED) is written at most once per hold
+(`podGroupStatusHoldSeconds`, STARTING_HOLD_S by default): a gang whose pods start within it
+is written once, in its settled state; one pulling large images is written when the hold
+ends, then at most once per hold until its pods run. That rule, not the pace of the writes, is
+what coalesces them, so the writes of a sweep go out together through a WriteGate (issue 30:
+one after another, the statuses of 1,000 gangs bound in 20 s were written until 34 s after
+the last bind, everything the API server did meanwhile counting against the run; together
+without the rule, 2.4 writes per gang, as kwok started the pods of a precreated (a) run up to
+30 s after their binds).
 """
 
 from __future__ import annotations
@@ -57,10 +58,10 @@ if TYPE_CHECKING:  # the actuator imports nothing from here; keep the type only
 log = structlog.get_logger("gangsched.podgroup_status")
 
 
-#: How long a group's status waits while its members start (see the module's docstring): a
-#: phase ("Scheduled") that lasts only until the pods run is not worth an API write per gang
-#: while other gangs bind. Nothing is held for a group none of whose members is starting
-#: (running, failed, finished, or unschedulable gangs).
+#: How long a group's status waits while its members start, by default (see the module's
+#: docstring; `podGroupStatusHoldSeconds`): a phase ("Scheduled") that lasts only until the
+#: pods run is not worth an API write per gang while other gangs bind. Nothing is held for a
+#: group none of whose members is starting (running, failed, finished, or unschedulable gangs).
 STARTING_HOLD_S = 30.0
 
 #: The dialects whose status counts members as they start (phase and counters): the ones the
@@ -96,6 +97,9 @@ class PodGroupStatusWriter:
     interval: float = 2.0
     #: How many status writes go out at once (the operator gives one of the actuator's).
     gate: WriteGate = field(default_factory=WriteGate)
+    #: The longest a group's status waits for its members to start, or for its queued first
+    #: attempt (0: written at once).
+    starting_hold: float = STARTING_HOLD_S
     versions: dict[Dialect, str] = field(default_factory=dict)
     #: Status as last seen on the server (watch events) or returned by our last apply.
     current: dict[GroupRef, JSON] = field(default_factory=dict)
@@ -104,7 +108,7 @@ class PodGroupStatusWriter:
     _timed_out: set[GroupRef] = field(default_factory=set)
     #: Since when each group's outcome has been WAITING (still collecting its members).
     _waiting_since: dict[GroupRef, float] = field(default_factory=dict)
-    #: Since when each group has had members bound but not started (STARTING_HOLD_S).
+    #: Since when each group has had members bound but not started (`starting_hold`).
     _starting_since: dict[GroupRef, float] = field(default_factory=dict)
     #: Since when each group has been queued for its first attempt (_held_for_first_attempt).
     _untried_since: dict[GroupRef, float] = field(default_factory=dict)
@@ -203,16 +207,17 @@ class PodGroupStatusWriter:
     def _held_for_first_attempt(self, ref: GroupRef, members: list[Pod], now: float) -> bool:
         """Whether the group has never been tried, none of its members is bound, and its first
         attempt is queued: that attempt's outcome is the status worth writing, moments away;
-        for STARTING_HOLD_S at most, in case a backlog of queued gangs keeps it waiting.
+        for `starting_hold` at most, in case a backlog of queued gangs keeps it waiting.
         Written at once, each of a precreated (a) run's 1,000 gangs got a bare "Pending" it
         kept for seconds, and a second write once it ran (1,997 applies, 1 round)."""
         queued = self.scheduler.queue.state_of(self.scheduler.unit_key(ref)) is State.ACTIVE
         untried = ref not in self.actuator.outcomes and not any(p.node_name for p in members)
-        return _held(self._untried_since, ref, now, STARTING_HOLD_S, while_=queued and untried)
+        waiting = queued and untried
+        return _held(self._untried_since, ref, now, self.starting_hold, while_=waiting)
 
     def _held_while_starting(self, ref: GroupRef, members: list[Pod], now: float) -> bool:
         """Whether the group's status waits for members that are bound (or placed and held
-        for their volumes) but not started yet: at most STARTING_HOLD_S since it was first
+        for their volumes) but not started yet: at most `starting_hold` since it was first
         seen starting or last allowed a write."""
         if ref.dialect not in _COUNTED:
             return False  # a condition that does not change as pods start: written at once
@@ -222,7 +227,7 @@ class PodGroupStatusWriter:
             or pod.key in holding
             for pod in members
         )
-        if _held(self._starting_since, ref, now, STARTING_HOLD_S, while_=starting):
+        if _held(self._starting_since, ref, now, self.starting_hold, while_=starting):
             return True
         if starting:
             self._starting_since[ref] = now  # written now: the next write waits a hold again

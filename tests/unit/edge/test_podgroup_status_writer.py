@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gangsched.config import Config
 from gangsched.core.cluster import ClusterState
 from gangsched.core.composite.status import COMPOSITE_CONDITION
 from gangsched.core.decisions import SCHEDULED, UNSCHEDULABLE, WAITING, GroupOutcome
@@ -19,6 +20,7 @@ from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.scheduler import Scheduler
 from gangsched.edge import podgroup_status
 from gangsched.edge.cache import ClusterCache
+from gangsched.edge.operator import Operator
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
 from gangsched.edge.write_gate import WriteGate
 from tests.builders import SCHEDULER, group, pod, raw_pod_group
@@ -36,7 +38,9 @@ class ApplyRecorder:
         return {"status": body["status"]}
 
 
-def writer_for(state: ClusterState) -> tuple[ApplyRecorder, SimpleNamespace, PodGroupStatusWriter]:
+def writer_for(
+    state: ClusterState, *, starting_hold: float = podgroup_status.STARTING_HOLD_S
+) -> tuple[ApplyRecorder, SimpleNamespace, PodGroupStatusWriter]:
     """A status writer over `state`, recording its applies; the actuator holds only what the
     writer reads (outcomes are set by each test)."""
     actuator = SimpleNamespace(outcomes={}, pre_binding_pods=set(), waiting_condition_delay=5.0)
@@ -45,6 +49,7 @@ def writer_for(state: ClusterState) -> tuple[ApplyRecorder, SimpleNamespace, Pod
         kube=kube,  # type: ignore[arg-type]
         scheduler=Scheduler(state),
         actuator=actuator,  # type: ignore[arg-type]
+        starting_hold=starting_hold,
     )
     return kube, actuator, writer
 
@@ -136,16 +141,13 @@ async def test_a_deleted_group_leaves_nothing_behind() -> None:
     assert ref not in state.groups
 
 
-async def test_a_gang_whose_members_are_starting_is_written_once_they_run(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_gang_whose_members_are_starting_is_written_once_they_run() -> None:
     """Bound members still starting would change the status again at each start: it waits
-    until they run (one write, the settled phase), or STARTING_HOLD_S if they take longer."""
-    monkeypatch.setattr(podgroup_status, "STARTING_HOLD_S", 1.0)
+    until they run (one write, the settled phase), or the hold if they take longer."""
     child = group("a", 2, dialect=Dialect.SIGS)
     members = [pod(f"a-{i}", group="a", node_name="n1", phase="Pending") for i in range(2)]
     state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=members, groups=[child])
-    kube, actuator, writer = writer_for(state)
+    kube, actuator, writer = writer_for(state, starting_hold=1.0)
     writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
     ref = child.ref
     actuator.outcomes[ref] = GroupOutcome(ref, SCHEDULED, "placed")
@@ -287,15 +289,12 @@ async def test_a_write_waiting_for_the_gate_is_dropped_once_leadership_is_lost()
     assert len(kube.applied) == 1
 
 
-async def test_a_queued_group_is_written_after_the_hold_if_its_first_attempt_is_late(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_queued_group_is_written_after_the_hold_if_its_first_attempt_is_late() -> None:
     """A backlog of queued gangs must not leave a group without any status for long."""
-    monkeypatch.setattr(podgroup_status, "STARTING_HOLD_S", 1.0)
     queued = group("q", 2, dialect=Dialect.SIGS)
     members = [pod(f"q-{i}", group="q") for i in range(2)]
     state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=members, groups=[queued])
-    kube, _, writer = writer_for(state)
+    kube, _, writer = writer_for(state, starting_hold=1.0)
     writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
     writer.scheduler.enqueue_pending()
     await writer.sync_once()
@@ -303,3 +302,31 @@ async def test_a_queued_group_is_written_after_the_hold_if_its_first_attempt_is_
     await asyncio.sleep(1.05)
     await writer.sync_once()
     assert [body["status"]["phase"] for _, body in kube.applied] == ["Pending"]
+
+
+async def test_with_no_hold_a_starting_gang_is_written_at_each_change() -> None:
+    """podGroupStatusHoldSeconds: 0 trades the API writes for a status that follows each
+    member's start."""
+    child = group("a", 2, dialect=Dialect.SIGS)
+    members = [pod(f"a-{i}", group="a", node_name="n1", phase="Pending") for i in range(2)]
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=members, groups=[child])
+    kube, actuator, writer = writer_for(state, starting_hold=0.0)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    actuator.outcomes[child.ref] = GroupOutcome(child.ref, SCHEDULED, "placed")
+    await writer.sync_once([child.ref])
+    assert [body["status"]["phase"] for _, body in kube.applied] == ["Scheduled"]
+    state.upsert_pod(dataclasses.replace(members[0], phase="Running"))
+    await writer.sync_once()
+    state.upsert_pod(dataclasses.replace(members[1], phase="Running"))
+    await writer.sync_once()
+    assert [body["status"]["running"] for _, body in kube.applied[1:]] == [1, 2]
+    assert kube.applied[-1][1]["status"]["phase"] == "Running"
+
+
+async def test_the_hold_comes_from_the_configuration() -> None:
+    operator = Operator(
+        config=Config(podGroupStatusHoldSeconds=5),
+        kube=SimpleNamespace(),  # type: ignore[arg-type]
+    )
+    assert operator.status.starting_hold == 5.0
+    assert Config().podGroupStatusHoldSeconds == podgroup_status.STARTING_HOLD_S
