@@ -789,6 +789,11 @@ OTHER: dict[str, str] = {
         "warm failover at 5,000 / 50,000 with the follower polling the Lease (before it "
         "watched it), loaded machine"
     ),
+    "compare-issue30-precreate-s15.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 15 (7f32dfb, "
+        "load 4.2-8.0, ceiling 507 pods/s): gangsched 130.7 / 168.0 pods/s, Coscheduling 65.4 / "
+        "107.7, first bind 2.58 / 2.05 s against 1.46 / 1.73 s"
+    ),
     "startup-warm-connections-a.json": (
         "gangsched's start-up on precreated (a), 6 launches each of 457cd5e and of b22a6c8 (16 "
         "connections opened ahead of the first binds instead of 64), side by side "

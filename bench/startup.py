@@ -7,8 +7,8 @@ from the noise. Here one cluster holds workload (a) or (b), precreated, and gang
 on it again and again, alternating between the trees given (`--tree`, e.g. a git worktree of a
 change and one of its parent), and killed once the bench's watch sees its first bind; the pods
 it bound meanwhile are deleted and created again, pending, before the next launch. Each launch
-reports the first bind seen after exec and, from gangsched's log, when its caches synced and
-its first cycle ended.
+reports the first bind seen after exec and, from gangsched's log, when its caches synced (and
+the CPU it had used by then), its first cycle ended and its first bind was answered.
 
     .venv/bin/python -m bench.startup --workload a --launches 8 --tree /tmp/wt-base --tree .
 
@@ -33,14 +33,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.compare.cluster import Env, loadgen_binary, prepare_cluster, stop_cluster
 from bench.compare.measure import Watch, load_average, wait_until
-from bench.compare.schedulers import sa_token, write_kubeconfig
+from bench.compare.schedulers import prepare_launch
 from bench.compare.workloads import NAMESPACE, Sizes, build_workload, create_request
 from bench.harness import Cluster, connect, create_nodes
-from devtools import gangsched as gangsched_process
 from gangsched.edge.kube import Kube, KubeError
 
 #: The longest one launch may take to bind its first pod.
@@ -171,31 +168,16 @@ def _binds_since(watch: Watch, t_exec: float) -> list[float]:
 async def _launch(
     env: Env, tree: Path, run_dir: Path, watch: Watch, profile: Path | None = None
 ) -> Launch:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    kubeconfig = run_dir / "gangsched.kubeconfig"
-    write_kubeconfig(env, kubeconfig, sa_token(env, "gangsched-system", "gangsched"), "gangsched")
-    settings = gangsched_process.listen_config(
-        bindConcurrency=64, leaderElection={"enabled": False}
-    )
-    config = run_dir / "gangsched.yaml"
-    config.write_text(yaml.safe_dump(settings))
-    log = run_dir / "gangsched.log"
+    # bench.compare's launch (its kubeconfig, RBAC identity and config), run from `tree`.
+    prepared = prepare_launch(env, "gangsched", run_dir)
+    log = prepared.log
     result = Launch(tree=tree, load=load_average())
-    argv = gangsched_process.argv(kubeconfig=kubeconfig, config=config)
+    argv = prepared.argv
     if profile is not None:
         profile.mkdir(parents=True, exist_ok=True)
+        spy = str(Path(sys.executable).parent / "py-spy")
         out_file = profile / f"{run_dir.name}.txt"
-        argv = [
-            str(Path(sys.executable).parent / "py-spy"),
-            "record",
-            "--format",
-            "raw",
-            "--rate",
-            "250",
-            "-o",
-            str(out_file),
-        ]
-        argv += ["--", *gangsched_process.argv(kubeconfig=kubeconfig, config=config)]
+        argv = [spy, "record", "--format", "raw", "--rate", "250", "-o", str(out_file), "--", *argv]
     t_exec = time.time()
     with log.open("wb") as out:
         # Unbuffered: the launch is killed, and its log must hold the lines up to the kill.
