@@ -64,9 +64,7 @@ def test_a_running_gang_gets_a_budget_of_min_member_over_its_label() -> None:
     assert review.broken == [] and review.released == [] and review.decisions == []
 
 
-def test_the_budget_waits_for_min_member_members_started_then_stays_through_replacements() -> (
-    None
-):
+def test_the_budget_waits_for_min_member_started_then_stays_through_replacements() -> None:
     """A bound member still Pending may be evicted whatever the budgets say (the Eviction
     API's rule), so a budget is first wanted once minMember members run; a replacement that
     has not started yet does not take it away."""
