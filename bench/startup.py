@@ -29,11 +29,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench.compare.cluster import Env, loadgen_binary, prepare_cluster, stop_cluster
+from bench.compare.latency import gangsched_log
 from bench.compare.measure import Watch, load_average, wait_until
 from bench.compare.schedulers import prepare_launch
 from bench.compare.workloads import NAMESPACE, Sizes, build_workload, create_request
@@ -95,18 +95,8 @@ class LogTimes:
 
 def log_times(log: Path, t_exec: float) -> LogTimes:
     times = LogTimes()
-    for line in log.read_text(errors="replace").splitlines():
-        if not line.startswith("{"):
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        event = entry.get("event", "")
-        if not (event.startswith("caches synced") or event in ("cycle", "bound")):
-            continue
-        stamp = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00"))
-        seconds = round(stamp.timestamp() - t_exec, 3)
+    for entry, at in gangsched_log(log, ("caches synced", "cycle", "bound")):
+        event, seconds = entry["event"], round(at - t_exec, 3)
         if event.startswith("caches synced"):
             times.synced_s, times.synced_cpu_s = seconds, entry.get("cpu_seconds")
         elif event == "cycle" and times.synced_s is not None and times.first_cycle_s is None:

@@ -19,6 +19,7 @@ Kube-schedulers log no such lines: for them only `seen` is reported.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,15 +27,12 @@ from typing import Any
 from bench.harness import percentile
 
 
-def gangsched_trace(log: Path) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
-    """From gangsched's JSON log: each group's first "scheduled" cycle and each pod's bind
-    answer (wall-clock seconds), and how many "waiting" cycles each group went through."""
-    decided: dict[str, float] = {}
-    answered: dict[str, float] = {}
-    waiting: dict[str, int] = {}
+def gangsched_log(log: Path, events: Collection[str]) -> Iterator[tuple[dict[str, Any], float]]:
+    """gangsched's JSON log lines whose event is one of `events` (or starts with one), each
+    with its wall-clock time; other lines (a library's plain text) skipped."""
     if not log.exists():
-        return decided, answered, waiting
-    with log.open() as lines:
+        return
+    with log.open(errors="replace") as lines:
         for line in lines:
             if not line.startswith("{"):
                 continue
@@ -43,16 +41,26 @@ def gangsched_trace(log: Path) -> tuple[dict[str, float], dict[str, float], dict
             except ValueError:
                 continue
             event = entry.get("event")
-            if event not in ("cycle", "bound"):
-                continue
-            at = datetime.fromisoformat(entry["timestamp"]).timestamp()
-            if event == "bound":
-                answered[entry["pod"].rpartition("/")[2]] = at
-            elif entry.get("result") == "scheduled":
-                decided.setdefault(entry["group"].rpartition("/")[2], at)
-            elif entry.get("result") == "waiting":
-                name = entry["group"].rpartition("/")[2]
-                waiting[name] = waiting.get(name, 0) + 1
+            if isinstance(event, str) and any(event.startswith(e) for e in events):
+                yield entry, datetime.fromisoformat(entry["timestamp"]).timestamp()
+
+
+def gangsched_trace(log: Path) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    """From gangsched's JSON log: each group's first "scheduled" cycle and each pod's bind
+    answer (wall-clock seconds), and how many "waiting" cycles each group went through."""
+    decided: dict[str, float] = {}
+    answered: dict[str, float] = {}
+    waiting: dict[str, int] = {}
+    for entry, at in gangsched_log(log, ("cycle", "bound")):
+        if entry["event"] == "bound":
+            answered[entry["pod"].rpartition("/")[2]] = at
+        elif entry["event"] != "cycle":
+            continue
+        elif entry.get("result") == "scheduled":
+            decided.setdefault(entry["group"].rpartition("/")[2], at)
+        elif entry.get("result") == "waiting":
+            name = entry["group"].rpartition("/")[2]
+            waiting[name] = waiting.get(name, 0) + 1
     return decided, answered, waiting
 
 
