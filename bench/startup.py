@@ -40,6 +40,8 @@ from bench.compare.workloads import NAMESPACE, Sizes, build_workload, create_req
 from bench.harness import Cluster, connect, create_nodes
 from gangsched.edge.kube import Kube, KubeError
 
+#: gangsched's log line once its caches have synced (gangsched.edge.operator).
+SYNCED = "caches synced; scheduling"
 #: The longest one launch may take to bind its first pod.
 FIRST_BIND_TIMEOUT_S = 60.0
 #: Quiet time between a launch's repair and the next exec (the controller manager's and
@@ -95,9 +97,9 @@ class LogTimes:
 
 def log_times(log: Path, t_exec: float) -> LogTimes:
     times = LogTimes()
-    for entry, at in gangsched_log(log, ("caches synced", "cycle", "bound")):
+    for entry, at in gangsched_log(log, (SYNCED, "cycle", "bound")):
         event, seconds = entry["event"], round(at - t_exec, 3)
-        if event.startswith("caches synced"):
+        if event == SYNCED:
             times.synced_s, times.synced_cpu_s = seconds, entry.get("cpu_seconds")
         elif event == "cycle" and times.synced_s is not None and times.first_cycle_s is None:
             times.first_cycle_s = seconds

@@ -25,7 +25,7 @@ EXIT_USAGE = 2
 #: algebra (its arrays are compared and summed, never multiplied), and the threads' start cost
 #: every start 0.09 CPU s of numpy's 0.25 on 2 cores (`import numpy`, 4 runs each, issue 30):
 #: one thread unless the environment says otherwise.
-BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,8 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    for name, value in BLAS_THREADS.items():
-        os.environ.setdefault(name, value)  # before anything imports numpy
+    os.environ.setdefault(BLAS_THREADS, "1")  # before anything imports numpy
     args = _parser().parse_args(argv)
     collecting = gc.isenabled()
     if args.command == "run":

@@ -28,8 +28,8 @@ from bench.harness import percentile
 
 
 def gangsched_log(log: Path, events: Collection[str]) -> Iterator[tuple[dict[str, Any], float]]:
-    """gangsched's JSON log lines whose event is one of `events` (or starts with one), each
-    with its wall-clock time; other lines (a library's plain text) skipped."""
+    """gangsched's JSON log lines whose event is one of `events`, each with its wall-clock
+    time; other lines (a library's plain text) skipped."""
     if not log.exists():
         return
     with log.open(errors="replace") as lines:
@@ -41,7 +41,7 @@ def gangsched_log(log: Path, events: Collection[str]) -> Iterator[tuple[dict[str
             except ValueError:
                 continue
             event = entry.get("event")
-            if isinstance(event, str) and any(event.startswith(e) for e in events):
+            if event in events:
                 yield entry, datetime.fromisoformat(entry["timestamp"]).timestamp()
 
 
@@ -54,8 +54,6 @@ def gangsched_trace(log: Path) -> tuple[dict[str, float], dict[str, float], dict
     for entry, at in gangsched_log(log, ("cycle", "bound")):
         if entry["event"] == "bound":
             answered[entry["pod"].rpartition("/")[2]] = at
-        elif entry["event"] != "cycle":
-            continue
         elif entry.get("result") == "scheduled":
             decided.setdefault(entry["group"].rpartition("/")[2], at)
         elif entry.get("result") == "waiting":
