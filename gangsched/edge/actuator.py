@@ -182,9 +182,10 @@ class Actuator:
         self._spawn(self.pods.event(event, regarding))
 
     def write_gate(self) -> WriteGate:
-        """A gate for one kind of write that follows binds (events, gang budgets): a few at a
-        time while binds are unanswered. One per kind, so that one kind's backlog (an event
-        per gang) does not hold another (the budgets) behind it."""
+        """A gate for one kind of write that follows binds (events, gang budgets, PodGroup
+        statuses): after the binds unanswered, or once it has waited the gate's max_wait. One
+        per kind, so that one kind's backlog (an event per gang) does not hold another (the
+        budgets) behind it."""
         gate = WriteGate(binding=lambda: self.binds_pending > 0)
         self._gates.append(gate)
         return gate

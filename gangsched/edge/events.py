@@ -3,8 +3,8 @@
 A gang retried every few seconds would otherwise post the same FailedScheduling event each
 time and flood etcd; kube-scheduler's recorder aggregates for the same reason. An identical
 event (same object, reason and note) is posted at most once per `dedupe_seconds`, and a token
-bucket caps the overall rate. They go out through the actuator's WriteGate: a few at a time
-while binds are unanswered (gangsched.edge.write_gate says why).
+bucket caps the overall rate. They go out through the actuator's WriteGate: after the binds
+queued with them, or once they have waited its `max_wait` (gangsched.edge.write_gate says why).
 """
 
 from __future__ import annotations

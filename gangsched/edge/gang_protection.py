@@ -152,10 +152,11 @@ class GangProtection:
             if ref not in review.budgets:
                 writes.append((self._delete(raw), "delete_budget", ref))
 
-        # Through a gate of the actuator's (gangsched.edge.write_gate): a few at a time while
-        # binds are unanswered, more after. One after another, a second's worth of newly running
-        # gangs took longer than a second to protect while binds kept the API server busy
-        # (paced (a): up to 394 of 1,000 budgets created after the last bind).
+        # Through a gate of the actuator's (gangsched.edge.write_gate): after the binds queued
+        # with them (at most its max_wait later), many at once then. One after another, a
+        # second's worth of newly running gangs took longer than a second to protect while
+        # binds kept the API server busy (paced (a): up to 394 of 1,000 budgets created after
+        # the last bind).
         async def limited(write: Coroutine[Any, Any, None], operation: str, ref: GroupRef) -> None:
             async with self.gate.slot():
                 await self._bounded(write, operation, ref)

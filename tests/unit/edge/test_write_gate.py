@@ -1,5 +1,6 @@
-"""The deferred writes' gate: a few at a time while binds are unanswered, more after, granted
-in arrival order, and no slot lost to a write cancelled while waiting."""
+"""The deferred writes' gate: held while binds are unanswered until they have waited max_wait,
+then a few at a time, many once every bind is answered; granted in arrival order, and no slot
+lost to a write cancelled while waiting."""
 
 from __future__ import annotations
 
@@ -17,9 +18,58 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_few_while_binding_more_once_every_bind_is_answered() -> None:
+async def test_held_while_binding_until_the_last_bind_is_answered() -> None:
     binding = [True]
-    gate = WriteGate(binding=lambda: binding[0], while_binding=2, otherwise=5)
+    gate = WriteGate(binding=lambda: binding[0], max_wait=60.0, while_binding=2, otherwise=5)
+    release = asyncio.Event()
+    started: list[int] = []
+
+    async def write(i: int) -> None:
+        async with gate.slot():
+            started.append(i)
+            await release.wait()
+
+    writes = [asyncio.create_task(write(i)) for i in range(8)]
+    await asyncio.sleep(0.05)
+    assert started == [] and gate.in_flight == 0
+    binding[0] = False
+    gate.wake()  # the actuator's last bind answered
+    await _settle()
+    assert started == [0, 1, 2, 3, 4] and gate.in_flight == 5
+    release.set()
+    await asyncio.gather(*writes)
+    assert started == list(range(8)) and gate.in_flight == 0
+
+
+async def test_a_write_held_max_wait_goes_while_binds_go_on() -> None:
+    """Binds that never stop do not hold a budget for good: once the oldest write has waited
+    max_wait, it and those as old go, `while_binding` at a time; a later one waits its own."""
+    gate = WriteGate(binding=lambda: True, max_wait=0.2, while_binding=2, otherwise=5)
+    release = asyncio.Event()
+    started: list[int] = []
+
+    async def write(i: int) -> None:
+        async with gate.slot():
+            started.append(i)
+            await release.wait()
+
+    early = [asyncio.create_task(write(i)) for i in range(3)]
+    await asyncio.sleep(0.1)
+    late = asyncio.create_task(write(3))
+    await _settle()
+    assert started == []
+    await asyncio.sleep(0.15)  # the first three have waited 0.25 s, the last 0.15 s
+    assert started == [0, 1] and gate.in_flight == 2
+    release.set()
+    await asyncio.gather(*early)
+    assert started == [0, 1, 2] and not late.done()
+    await asyncio.wait_for(late, timeout=5)
+    assert started == [0, 1, 2, 3] and gate.in_flight == 0
+
+
+async def test_no_wait_means_few_while_binding_more_once_every_bind_is_answered() -> None:
+    binding = [True]
+    gate = WriteGate(binding=lambda: binding[0], max_wait=0, while_binding=2, otherwise=5)
     release = asyncio.Event()
     started: list[int] = []
 
