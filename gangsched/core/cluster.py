@@ -3,7 +3,8 @@
 Both drivers feed it: the operator from its informers, `simulate` from manifests and from
 carrying out its own decisions. Everything the cycle needs is derived here once, on change,
 rather than recomputed per cycle: the snapshot is updated incrementally and group membership
-is an index.
+is an index. What gang health reads is counted per group (`group_revisions`), so its review
+once a second looks again only at the gangs that changed.
 """
 
 from __future__ import annotations
@@ -64,6 +65,20 @@ class ClusterState:
     #: node added or changed, a PodGroup new or reprioritised. Binds and new pods only take
     #: room, so they leave it alone (`preemption.futile` relies on exactly that).
     freeing: int = 0
+    #: Per group of members (a PodGroup's ref, an annotation gang's): `revision` as of its
+    #: last change gang health reads (core/gang_health.py): a member came, went, was bound,
+    #: unbound or marked terminating, or the PodGroup object changed. A change moves the ref
+    #: to the end, so the dict is ordered by revision and what changed since a revision is
+    #: read from its end. Lone pods have no entry (gang health ignores them).
+    group_revisions: dict[GroupRef, int] = field(default_factory=dict)
+    #: The last revision handed out (0: none yet).
+    revision: int = 0
+    #: Bumped when the set of node names changes: a member whose node is gone no longer holds
+    #: its place, so every gang's health may have changed (group_revisions cannot say which).
+    node_set_revision: int = 0
+    #: Bumped when group_revisions drops the entries of groups without members or object
+    #: (it would grow with every gang ever seen otherwise): a reader then reviews every gang.
+    group_revisions_pruned: int = 0
 
     @classmethod
     def build(
@@ -235,6 +250,9 @@ class ClusterState:
         self.pods[pod.key] = pod
         self._index(pod)
         self.snapshot.pod_changed(old, pod)
+        if old is not None and old.group != pod.group:
+            self._touch(old.group)
+        self._touch(pod.group)
         if pod.holds_resources and pod.node_name in self.snapshot.index:
             self.snapshot.place(pod, self.snapshot.index[pod.node_name])
 
@@ -244,6 +262,7 @@ class ClusterState:
             if pod.node_name is not None or pod.nominated_node_name is not None:
                 self.freeing += 1
             self._unindex(pod)
+            self._touch(pod.group)
             self.snapshot.pod_changed(pod, None)
             self.snapshot.unplace(pod)
             self.snapshot.clear_nomination(key)
@@ -253,6 +272,7 @@ class ClusterState:
     def bind(self, pod: Pod, node_name: str) -> None:
         """Record a placement decided by a cycle (its snapshot entry is already committed)."""
         pod.node_name = node_name
+        self._touch(pod.group)
         if pod.nominated_node_name is not None:
             self.freeing += pod.nominated_node_name != node_name  # the reservation moved
             pod.nominated_node_name = None
@@ -264,6 +284,7 @@ class ClusterState:
         self.freeing += 1
         self.snapshot.unplace(pod)
         pod.node_name = None
+        self._touch(pod.group)
 
     def nominate(self, pod: Pod, node_name: str | None) -> None:
         if pod.nominated_node_name not in (None, node_name):
@@ -283,18 +304,24 @@ class ClusterState:
         if node is not None:
             self.snapshot.hide(pod, node)
         pod.terminating = terminating
+        self._touch(pod.group)
         if node is not None:
             self.snapshot.show(pod, node)
 
     def upsert_node(self, node: Node) -> None:
         self.freeing += 1
+        if node.name not in self.nodes:
+            self.node_set_revision += 1
         self.nodes[node.name] = node
         self.snapshot.update_node(node)
 
     def replace_nodes(self, nodes: list[Node]) -> None:
         """Every node anew (a relist): any of them may have room it did not have."""
         self.freeing += 1
+        old = self.nodes
         self.nodes = {node.name: node for node in nodes}
+        if self.nodes.keys() != old.keys():
+            self.node_set_revision += 1
         self.snapshot.set_nodes(nodes)
 
     def replace_namespace_labels(self, labels: dict[str, dict[str, str]]) -> None:
@@ -316,7 +343,8 @@ class ClusterState:
             known[name] = labels
 
     def delete_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
+        if self.nodes.pop(name, None) is not None:
+            self.node_set_revision += 1
         self.snapshot.remove_node(name)
 
     def upsert_group(self, group: PodGroup) -> None:
@@ -326,9 +354,11 @@ class ClusterState:
         if old is None or old.priority != group.priority:
             self.freeing += 1  # its pods' priority as victims may have changed
         self.groups[group.ref] = group
+        self._touch(group.ref)
 
     def delete_group(self, ref: GroupRef) -> None:
         if self.groups.pop(ref, None) is not None:
+            self._touch(ref)
             self._children = None
             self.freeing += 1  # its pods' priority as victims is their own again
 
@@ -339,6 +369,20 @@ class ClusterState:
     def delete_composite(self, ref: GroupRef) -> None:
         if self.composites.pop(ref, None) is not None:
             self._children = None
+
+    def _touch(self, ref: GroupRef | None) -> None:
+        """`ref` changed as gang health sees it (group_revisions)."""
+        if ref is None or ref.dialect is Dialect.LONE_POD:
+            return
+        self.revision += 1
+        revisions = self.group_revisions
+        revisions.pop(ref, None)
+        revisions[ref] = self.revision
+        if len(revisions) > 2 * (len(self.members) + len(self.groups)) + 1024:
+            # Mostly groups long gone: drop those (amortised, as a dict grows).
+            kept = {r: n for r, n in revisions.items() if r in self.members or r in self.groups}
+            self.group_revisions = kept
+            self.group_revisions_pruned += 1
 
     def _index(self, pod: Pod) -> None:
         if pod.group is not None:

@@ -24,6 +24,13 @@ and simulate can drive it in virtual time. What it remembers between reviews (wh
 since when one is short) is lost on restart; the caller passes the groups whose budgets exist,
 which tells a restarted scheduler which gangs had been running, and a short gang's grace period
 starts again from the restart (later, never earlier, than without it).
+
+Incremental: a review looks again only at the gangs whose members or PodGroup changed since
+the last one (ClusterState.group_revisions), at the short gangs (their grace period runs out
+with the clock alone) and at those a budget newly names; the others' last result (budget or
+why none) stands. Looking at every gang every second cost a sixth of a core at 10,000 gangs.
+Every gang is looked at again when what all of them read changes: the set of nodes, the
+user's budgets, the configuration, or the cluster state itself.
 """
 
 from __future__ import annotations
@@ -120,21 +127,72 @@ class GangHealth:
     _told: set[GroupRef] = field(default_factory=set)
     #: Per gang: (members and budgets it was computed for, selector, why not).
     _selectors: dict[GroupRef, tuple[object, Selector | None, str]] = field(default_factory=dict)
+    #: Every gang's last result: the budget it wants, or why it cannot have one.
+    _budgets: dict[GroupRef, GangBudget] = field(default_factory=dict)
+    _unprotected: dict[GroupRef, str] = field(default_factory=dict)
+    #: What the last review saw: the cluster state, its revision, and the marks of what every
+    #: gang reads (any change: look at every gang again).
+    _cluster: ClusterState | None = None
+    _revision: int = 0
+    _marks: tuple[object, ...] = ()
+    #: The last `budgeted`, and the gangs forgotten since it was added to `running`.
+    _budgeted: frozenset[GroupRef] | None = None
+    _dropped: set[GroupRef] = field(default_factory=set)
 
     def review(
         self, cluster: ClusterState, *, now: float, budgeted: frozenset[GroupRef] = frozenset()
     ) -> HealthReview:
-        """Look at every gang of ours once. `budgeted`: the groups whose gangsched budget
-        exists (a restarted scheduler learns from them which gangs were running)."""
-        out = HealthReview()
-        self.running |= budgeted
-        self.protecting |= budgeted
-        refs = {ref for ref in cluster.members if ref.dialect is not Dialect.LONE_POD}
-        for ref in sorted(refs | self.running | set(self.short_since), key=_order):
+        """Look at every gang of ours that may have changed (the module says which).
+        `budgeted`: the groups whose gangsched budget exists (a restarted scheduler learns
+        from them which gangs were running)."""
+        # Gangs `budgeted` adds to running or protecting: looked at again. Passed the same set
+        # again, only those forgotten since can be missing.
+        named = budgeted if budgeted is not self._budgeted else self._dropped & budgeted
+        joined = {ref for ref in named if ref not in self.running or ref not in self.protecting}
+        self._budgeted = budgeted
+        self._dropped = set()
+        self.running |= joined
+        self.protecting |= joined
+        marks = (
+            cluster.node_set_revision,
+            cluster.group_revisions_pruned,
+            id(cluster.budgets),
+            len(cluster.budgets),
+            self.config,
+        )
+        full = cluster is not self._cluster or marks != self._marks
+        # Cleared until this review is done: one that fails half-way is followed by a full one.
+        self._cluster, self._marks = None, marks
+        if full:
+            refs = {ref for ref in cluster.members if ref.dialect is not Dialect.LONE_POD}
+            todo = refs | self.running | set(self.short_since)
+            self._budgets.clear()
+            self._unprotected.clear()
+        else:
+            todo = joined | set(self.short_since)
+            for ref, revision in reversed(cluster.group_revisions.items()):
+                if revision <= self._revision:
+                    break
+                todo.add(ref)
+            for ref in todo:
+                self._budgets.pop(ref, None)
+                self._unprotected.pop(ref, None)
+        out = HealthReview(budgets=self._budgets, unprotected=self._unprotected)
+        for ref in sorted(todo, key=_order):
             self._review_gang(cluster, ref, now, out)
-        self._told &= set(out.unprotected)
-        for gone in set(self._selectors) - refs:
-            del self._selectors[gone]
+        self._cluster, self._revision = cluster, cluster.revision
+        if full:
+            self._told &= set(self._unprotected)
+            for gone in set(self._selectors) - refs:
+                del self._selectors[gone]
+        else:
+            for ref in todo:
+                if ref not in self._unprotected:
+                    self._told.discard(ref)
+                if ref not in cluster.members:
+                    self._selectors.pop(ref, None)
+        out.budgets = dict(self._budgets)
+        out.unprotected = dict(self._unprotected)
         return out
 
     def _review_gang(
@@ -248,6 +306,7 @@ class GangHealth:
         return self.config.grace_seconds
 
     def _forget(self, ref: GroupRef) -> None:
+        self._dropped.add(ref)
         self.running.discard(ref)
         self.short_since.pop(ref, None)
         self.protecting.discard(ref)

@@ -33,6 +33,8 @@ class PolicyCache:
     cache: CacheHost
     #: Raw PDBs, kept to recompute disruptionsAllowed when the API server reports none.
     raw_budgets: dict[str, JSON] = field(default_factory=dict)
+    #: Bumped by every change of raw_budgets (gang protection reads its budgets anew only then).
+    raw_budgets_revision: int = 0
     #: Keys of the budgets whose disruptionsAllowed is computed here, by namespace.
     _local: dict[str, set[str]] = field(default_factory=dict)
     _priorities: PriorityResolver | None = None
@@ -82,18 +84,21 @@ class PolicyCache:
 
     def _replace_budgets(self, objects: list[JSON]) -> None:
         self.raw_budgets = {object_key(obj): obj for obj in objects}
+        self.raw_budgets_revision += 1
         self.refresh_budgets()
         self.cache.changed()
 
     def _upsert_budget(self, obj: JSON) -> None:
         key = object_key(obj)
         self.raw_budgets[key] = obj
+        self.raw_budgets_revision += 1
         self._read_budget(key, obj)
         self.cache.changed()
 
     def _delete_budget(self, obj: JSON) -> None:
         key = object_key(obj)
-        self.raw_budgets.pop(key, None)
+        if self.raw_budgets.pop(key, None) is not None:
+            self.raw_budgets_revision += 1
         self._drop_budget(key)
         self.cache.changed()
 

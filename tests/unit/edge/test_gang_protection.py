@@ -17,6 +17,7 @@ from gangsched.core.gang_health import GangBudget, GangHealthConfig
 from gangsched.core.model import Dialect, GroupRef
 from gangsched.core.preemption import build_preemptor
 from gangsched.core.scheduler import Scheduler
+from gangsched.edge import gang_protection
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.gang_protection import GangProtection, budget_object, group_of_budget
 from gangsched.edge.write_gate import WriteGate
@@ -214,3 +215,36 @@ async def test_budgets_of_many_gangs_are_written_a_few_at_a_time() -> None:
     guard.gate = WriteGate(while_binding=3, otherwise=3)
     await guard.review(0.0)
     assert len(kube.verbs("poddisruptionbudgets")) == 10 and most[0] == 3
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_held_budgets_are_read_and_compared_again_only_when_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kube, cache, guard = protection(grace=10)
+    await guard.review(0.0)
+    created = [body for verb, path, body in kube.calls if verb == "POST" and "disruption" in path]
+    assert len(created) == 1 and created[0] is not None
+    raw = {**created[0], "metadata": {**created[0]["metadata"], "uid": "b1"}}
+    cache.budgets().replace([raw])
+    held = guard.held()
+    assert set(held) == {TRAIN} and guard.held() is held  # not read again while unchanged
+    compared: list[GroupRef] = []
+    differs = gang_protection._spec_differs
+
+    def counting(raw: dict[str, Any], budget: GangBudget) -> bool:
+        compared.append(budget.group)
+        return differs(raw, budget)
+
+    monkeypatch.setattr(gang_protection, "_spec_differs", counting)
+    await guard.review(1.0)
+    await guard.review(2.0)
+    assert compared == [TRAIN]  # once: neither the budget wanted nor the one held changed
+    cache.budgets().upsert({**raw, "spec": {**raw["spec"], "minAvailable": 2}})
+    await guard.review(3.0)
+    assert compared == [TRAIN, TRAIN]
+    assert ("PATCH", "gang-sigs-train") in kube.verbs("poddisruptionbudgets")
+    cache.budgets().delete(raw)
+    assert guard.held() == {}
+    await guard.review(4.0)
+    assert kube.verbs("poddisruptionbudgets").count(("POST", "poddisruptionbudgets")) == 2
