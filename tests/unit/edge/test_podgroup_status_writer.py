@@ -43,7 +43,15 @@ def writer_for(
 ) -> tuple[ApplyRecorder, SimpleNamespace, PodGroupStatusWriter]:
     """A status writer over `state`, recording its applies; the actuator holds only what the
     writer reads (outcomes are set by each test)."""
-    actuator = SimpleNamespace(outcomes={}, pre_binding_pods=set(), waiting_condition_delay=5.0)
+    actuator = SimpleNamespace(
+        outcomes={},
+        pre_binding_pods=set(),
+        waiting_condition_delay=5.0,
+        changed_groups=set(),
+        outcome_changed=asyncio.Event(),
+        events=[],
+    )
+    actuator.apply_event = actuator.events.append
     kube = ApplyRecorder()
     writer = PodGroupStatusWriter(
         kube=kube,  # type: ignore[arg-type]
@@ -330,3 +338,82 @@ async def test_the_hold_comes_from_the_configuration() -> None:
     )
     assert operator.status.starting_hold == 5.0
     assert Config().podGroupStatusHoldSeconds == podgroup_status.STARTING_HOLD_S
+
+
+async def test_a_sweep_between_full_ones_looks_only_at_groups_that_may_have_changed() -> None:
+    """Between sweeps of every group, a sweep looks at the groups whose members or object
+    changed, whose server copy or outcome changed, and those the clock decides: not at a
+    settled gang, whose status every sweep computed again before (10,000 groups, every 2 s)."""
+    groups = [group(f"g{i}", 1, dialect=Dialect.SIGS) for i in range(4)]
+    running = [pod(f"g{i}-0", group=f"g{i}", node_name="n1", phase="Running") for i in range(4)]
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=running, groups=groups)
+    kube, actuator, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    assert writer._due() is None  # the first sweep: every group
+    await writer.sync_once()
+    assert len(kube.applied) == 4
+    assert writer._due() == []  # nothing changed since
+    state.upsert_pod(dataclasses.replace(running[1], phase="Succeeded"))
+    writer.observed(groups[2].ref, {"phase": "Pending"})  # someone else wrote it
+    actuator.changed_groups.add(groups[3].ref)
+    due = writer._due()
+    assert due is not None and sorted(ref.name for ref in due) == ["g1", "g2", "g3"]
+    actuator.changed_groups.clear()  # as the sweep does
+    assert writer._due(full=True) is None
+    state.upsert_group(groups[0])
+    state.delete_group(groups[0].ref)
+    assert writer._due() == []  # changed, but gone: nothing to write
+
+
+async def test_the_sweeps_write_what_only_member_pods_show_looking_at_no_other_group() -> None:
+    groups = [group(f"g{i}", 2, dialect=Dialect.SIGS) for i in range(3)]
+    members = [
+        pod(f"g{i}-{j}", group=f"g{i}", node_name="n1", phase="Running")
+        for i in range(3)
+        for j in range(2)
+    ]
+    state = ClusterState.build(scheduler_name=SCHEDULER, nodes=[], pods=members, groups=groups)
+    kube, _, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    writer.interval, writer.full_sweep_interval = 0.02, 3600.0
+    looked: list[str] = []
+    desired = writer.desired
+
+    def counted(ref: GroupRef) -> dict[str, Any] | None:
+        looked.append(ref.name)
+        return desired(ref)
+
+    writer.desired = counted  # type: ignore[method-assign]
+    task = asyncio.create_task(writer.run())
+    try:
+        await asyncio.sleep(0.15)
+        assert len(kube.applied) == 3
+        looked.clear()
+        state.upsert_pod(dataclasses.replace(members[0], phase="Failed"))
+        await asyncio.sleep(0.15)
+        assert len(kube.applied) == 4 and kube.applied[-1][1]["status"]["running"] == 1
+        assert set(looked) == {"g0"}
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_a_schedule_timeout_to_come_is_swept_until_it_comes() -> None:
+    """Nothing changes for a gang that cannot be placed, but its ScheduleTimeout comes with
+    the clock: the sweeps keep looking at it until then, and not after."""
+    pending = dataclasses.replace(group("g", 2, dialect=Dialect.SIGS), schedule_timeout_seconds=1)
+    state = ClusterState.build(
+        scheduler_name=SCHEDULER, nodes=[], pods=[pod("g-0", group="g")], groups=[pending]
+    )
+    _, actuator, writer = writer_for(state)
+    writer.watch(Dialect.SIGS, "scheduling.sigs.k8s.io/v1alpha1")
+    ref = pending.ref
+    actuator.outcomes[ref] = GroupOutcome(ref, UNSCHEDULABLE, "0/0 nodes are available")
+    assert writer._due() is None
+    await writer.sync_once()
+    assert writer._due() == [ref] and actuator.events == []
+    writer._first_attempt_mono[ref] -= 2  # a second has passed
+    await writer.sync_once([ref])
+    assert [event.reason for event in actuator.events] == ["ScheduleTimeout"]
+    assert writer._due() == []
