@@ -794,6 +794,11 @@ OTHER: dict[str, str] = {
         "load 4.2-8.0, ceiling 507 pods/s): gangsched 130.7 / 168.0 pods/s, Coscheduling 65.4 / "
         "107.7, first bind 2.58 / 2.05 s against 1.46 / 1.73 s"
     ),
+    "compare-issue30-precreate-s16.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 16 (fd675a5, "
+        "load 1.7-6.9, ceiling 396 pods/s): gangsched 124.4 / 169.0 pods/s, Coscheduling 57.3 / "
+        "94.7, first bind 3.29 / 1.88 s against 2.76 / 2.01 s"
+    ),
     "startup-warm-connections-a.json": (
         "gangsched's start-up on precreated (a), 6 launches each of 457cd5e and of b22a6c8 (16 "
         "connections opened ahead of the first binds instead of 64), side by side "
