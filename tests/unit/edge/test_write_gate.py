@@ -18,76 +18,72 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+class _Writes:
+    """Writes through a gate, each noting its start and holding its slot until released."""
+
+    def __init__(self, gate: WriteGate) -> None:
+        self.gate = gate
+        self.started: list[int] = []
+        self.release = asyncio.Event()
+
+    def start(self, *numbers: int) -> list[asyncio.Task[None]]:
+        return [asyncio.create_task(self._write(i)) for i in numbers]
+
+    async def _write(self, i: int) -> None:
+        async with self.gate.slot():
+            self.started.append(i)
+            await self.release.wait()
+
+
 async def test_held_while_binding_until_the_last_bind_is_answered() -> None:
     binding = [True]
     gate = WriteGate(binding=lambda: binding[0], max_wait=60.0, while_binding=2, otherwise=5)
-    release = asyncio.Event()
-    started: list[int] = []
-
-    async def write(i: int) -> None:
-        async with gate.slot():
-            started.append(i)
-            await release.wait()
-
-    writes = [asyncio.create_task(write(i)) for i in range(8)]
+    writes = _Writes(gate)
+    tasks = writes.start(*range(8))
     await asyncio.sleep(0.05)
-    assert started == [] and gate.in_flight == 0
+    assert writes.started == [] and gate.in_flight == 0
     binding[0] = False
     gate.wake()  # the actuator's last bind answered
     await _settle()
-    assert started == [0, 1, 2, 3, 4] and gate.in_flight == 5
-    release.set()
-    await asyncio.gather(*writes)
-    assert started == list(range(8)) and gate.in_flight == 0
+    assert writes.started == [0, 1, 2, 3, 4] and gate.in_flight == 5
+    writes.release.set()
+    await asyncio.gather(*tasks)
+    assert writes.started == list(range(8)) and gate.in_flight == 0
 
 
 async def test_a_write_held_max_wait_goes_while_binds_go_on() -> None:
     """Binds that never stop do not hold a budget for good: once the oldest write has waited
     max_wait, it and those as old go, `while_binding` at a time; a later one waits its own."""
-    gate = WriteGate(binding=lambda: True, max_wait=0.2, while_binding=2, otherwise=5)
-    release = asyncio.Event()
-    started: list[int] = []
-
-    async def write(i: int) -> None:
-        async with gate.slot():
-            started.append(i)
-            await release.wait()
-
-    early = [asyncio.create_task(write(i)) for i in range(3)]
-    await asyncio.sleep(0.1)
-    late = asyncio.create_task(write(3))
+    gate = WriteGate(binding=lambda: True, max_wait=0.5, while_binding=2, otherwise=5)
+    writes = _Writes(gate)
+    early = writes.start(0, 1, 2)
+    await asyncio.sleep(0.3)
+    late = writes.start(3)[0]
     await _settle()
-    assert started == []
-    await asyncio.sleep(0.15)  # the first three have waited 0.25 s, the last 0.15 s
-    assert started == [0, 1] and gate.in_flight == 2
-    release.set()
+    assert writes.started == []
+    await asyncio.sleep(0.3)  # the first three have waited 0.6 s, the last 0.3 s
+    assert writes.started == [0, 1] and gate.in_flight == 2
+    writes.release.set()
     await asyncio.gather(*early)
-    assert started == [0, 1, 2] and not late.done()
+    assert writes.started == [0, 1, 2] and not late.done()
     await asyncio.wait_for(late, timeout=5)
-    assert started == [0, 1, 2, 3] and gate.in_flight == 0
+    assert writes.started == [0, 1, 2, 3] and gate.in_flight == 0
 
 
 async def test_no_wait_means_few_while_binding_more_once_every_bind_is_answered() -> None:
     binding = [True]
     gate = WriteGate(binding=lambda: binding[0], max_wait=0, while_binding=2, otherwise=5)
-    release = asyncio.Event()
-    started: list[int] = []
-
-    async def write(i: int) -> None:
-        async with gate.slot():
-            started.append(i)
-            await release.wait()
-
-    writes = [asyncio.create_task(write(i)) for i in range(8)]
+    writes = _Writes(gate)
+    tasks = writes.start(*range(8))
     await _settle()
-    assert started == [0, 1] and gate.in_flight == 2
+    assert writes.started == [0, 1] and gate.in_flight == 2
     binding[0] = False
     gate.wake()  # the actuator's last bind answered
     await _settle()
-    assert started == [0, 1, 2, 3, 4] and gate.in_flight == 5
-    release.set()
-    await asyncio.gather(*writes)
-    assert started == list(range(8)) and gate.in_flight == 0
+    assert writes.started == [0, 1, 2, 3, 4] and gate.in_flight == 5
+    writes.release.set()
+    await asyncio.gather(*tasks)
+    assert writes.started == list(range(8)) and gate.in_flight == 0
 
 
 async def test_a_write_cancelled_while_waiting_takes_no_slot() -> None:
