@@ -33,7 +33,7 @@ from gangsched.core.preemption import build_preemptor
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.handlers import object_key
 from gangsched.edge.operator import Operator
-from gangsched.edge.pod_fingerprint import pod_fingerprint
+from gangsched.edge.pod_fingerprint import pod_fingerprint, rebound
 
 JSON = dict[str, Any]
 API = {
@@ -233,13 +233,14 @@ def deliver(
         if not isinstance(obj.get("metadata"), dict):
             return
         key = (str(obj["kind"]), object_key(obj))
-        unchanged = (
-            obj["kind"] == "Pod"
-            and key[1] in cache.cluster.pods
-            and cache._fingerprints.get(key[1]) == pod_fingerprint(obj)
-        )
-        if unchanged:
-            return  # an update of fields the API server never changes: the cache skips it
+        cached = cache.cluster.pods.get(key[1]) if obj["kind"] == "Pod" else None
+        if cached is not None:
+            old, new = cache._fingerprints.get(key[1]), pod_fingerprint(obj)
+            if old == new or rebound(cached, old, new) is not None:
+                # Fields the API server never changes (a pod's spec but for its bind): the
+                # cache skips the update, or takes only the bound pod's node, phase and
+                # nomination from it, and keeps its reading of the rest.
+                return
         forgiven.discard(key)
         if present:
             state[key] = (readable(obj, cache._resolver()), obj)
