@@ -794,6 +794,11 @@ OTHER: dict[str, str] = {
         "load 4.2-8.0, ceiling 507 pods/s): gangsched 130.7 / 168.0 pods/s, Coscheduling 65.4 / "
         "107.7, first bind 2.58 / 2.05 s against 1.46 / 1.73 s"
     ),
+    "compare-issue30-paced-s15.json": (
+        "issue 30 streamed (a) and (b) paced at 50 objects a second beside Coscheduling, 3 "
+        "rounds, session 15 (248a643, load 3.6-7.4): gang latency p50 / p99 0.07 / 0.75 s and "
+        "0.09 / 0.28 s against 0.15 / 0.54 s and 0.26 / 0.59 s"
+    ),
     "compare-issue30-precreate-s16.json": (
         "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 16 (fd675a5, "
         "load 1.7-6.9, ceiling 396 pods/s): gangsched 124.4 / 169.0 pods/s, Coscheduling 57.3 / "
