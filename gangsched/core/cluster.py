@@ -10,7 +10,7 @@ once a second looks again only at the gangs that changed.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from gangsched.core.api.network_topology import NetworkTopology, resolve_gather_rules
@@ -369,6 +369,14 @@ class ClusterState:
     def delete_composite(self, ref: GroupRef) -> None:
         if self.composites.pop(ref, None) is not None:
             self._children = None
+
+    def changed_since(self, revision: int) -> Iterator[GroupRef]:
+        """The groups changed after `revision` (group_revisions), newest first: read from
+        the end of the dict, so a reader pays for what changed, not for every group."""
+        for ref, changed in reversed(self.group_revisions.items()):
+            if changed <= revision:
+                return
+            yield ref
 
     def _touch(self, ref: GroupRef | None) -> None:
         """`ref` changed as gang health sees it (group_revisions)."""

@@ -170,10 +170,7 @@ class GangHealth:
             self._unprotected.clear()
         else:
             todo = joined | set(self.short_since)
-            for ref, revision in reversed(cluster.group_revisions.items()):
-                if revision <= self._revision:
-                    break
-                todo.add(ref)
+            todo.update(cluster.changed_since(self._revision))
             for ref in todo:
                 self._budgets.pop(ref, None)
                 self._unprotected.pop(ref, None)

@@ -197,10 +197,7 @@ class PodGroupStatusWriter:
             return None
         due = observed | self.actuator.changed_groups | self._timeout_pending
         due.update(self._waiting_since, self._starting_since, self._untried_since)
-        for ref, revision in reversed(cluster.group_revisions.items()):
-            if revision <= last[1]:
-                break
-            due.add(ref)
+        due.update(cluster.changed_since(last[1]))
         due.update(cluster.composites)
         return [ref for ref in due if ref in cluster.groups or ref in cluster.composites]
 

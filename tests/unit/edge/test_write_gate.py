@@ -35,13 +35,22 @@ class _Writes:
             await self.release.wait()
 
 
-async def test_held_while_binding_until_the_last_bind_is_answered() -> None:
+@pytest.mark.parametrize(
+    ("max_wait", "while_binding"),
+    [(60.0, []), (0.0, [0, 1])],
+    ids=["held-until-the-last-bind", "no-wait-few-while-binding"],
+)
+async def test_while_binding_then_more_once_every_bind_is_answered(
+    max_wait: float, while_binding: list[int]
+) -> None:
+    """While binds are unanswered, writes are held (max_wait 0: `while_binding` go at once);
+    the last bind answered lets `otherwise` go."""
     binding = [True]
-    gate = WriteGate(binding=lambda: binding[0], max_wait=60.0, while_binding=2, otherwise=5)
+    gate = WriteGate(binding=lambda: binding[0], max_wait=max_wait, while_binding=2, otherwise=5)
     writes = _Writes(gate)
     tasks = writes.start(*range(8))
     await asyncio.sleep(0.05)
-    assert writes.started == [] and gate.in_flight == 0
+    assert writes.started == while_binding and gate.in_flight == len(while_binding)
     binding[0] = False
     gate.wake()  # the actuator's last bind answered
     await _settle()
@@ -68,22 +77,6 @@ async def test_a_write_held_max_wait_goes_while_binds_go_on() -> None:
     assert writes.started == [0, 1, 2] and not late.done()
     await asyncio.wait_for(late, timeout=5)
     assert writes.started == [0, 1, 2, 3] and gate.in_flight == 0
-
-
-async def test_no_wait_means_few_while_binding_more_once_every_bind_is_answered() -> None:
-    binding = [True]
-    gate = WriteGate(binding=lambda: binding[0], max_wait=0, while_binding=2, otherwise=5)
-    writes = _Writes(gate)
-    tasks = writes.start(*range(8))
-    await _settle()
-    assert writes.started == [0, 1] and gate.in_flight == 2
-    binding[0] = False
-    gate.wake()  # the actuator's last bind answered
-    await _settle()
-    assert writes.started == [0, 1, 2, 3, 4] and gate.in_flight == 5
-    writes.release.set()
-    await asyncio.gather(*tasks)
-    assert writes.started == list(range(8)) and gate.in_flight == 0
 
 
 async def test_a_write_cancelled_while_waiting_takes_no_slot() -> None:
