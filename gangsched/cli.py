@@ -144,11 +144,17 @@ def _run(args: argparse.Namespace) -> int:
     nothing to free. 191 of them took 0.065-0.09 s of the imports' 0.85-1.15 s of CPU
     (gc.callbacks, load 5), 0.02 s of it before the pod and node lists could go out, all of
     it before the first bind (issue 30). What start-up allocates lives as long as the
-    process."""
-    import asyncio
+    process.
+
+    The event loop is uvloop's (libuv, its TLS in C), not asyncio's own: every bind, watch
+    line and list page passes through the loop's transports, and asyncio's pure-Python TLS
+    layer and selector loop were a fifth of gangsched's CPU while it bound a precreated (b).
+    Side by side, 3 rounds alternating, uvloop bound 4-7% more pods a second with less CPU
+    (issue 30, bench/README.md)."""
+    import uvloop
 
     try:
-        return asyncio.run(_run_async(args))
+        return uvloop.run(_run_async(args))
     except KeyboardInterrupt:
         return EXIT_OK
 

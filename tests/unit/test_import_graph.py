@@ -46,7 +46,7 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
             "gangsched.simulate.runner",
         )
     },
-    ("gangsched.cli", "_run", "asyncio"): "only `run` starts an event loop here (tens of ms)",
+    ("gangsched.cli", "_run", "uvloop"): "only `run` starts an event loop here (tens of ms)",
     ("gangsched.cli", "_run_async", "asyncio"): "only `run` starts an event loop here",
     ("gangsched.cli", "_run_async", "gangsched.edge.early_lists"): "`run` sends its pod and "
     "node lists before it imports the core, kopf and the config (edge/early_lists.py)",

@@ -57,6 +57,25 @@ def test_run_starts_without_garbage_collection_and_restores_it(
     assert collecting_in_run == [False, False]
 
 
+def test_run_schedules_on_uvloops_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Binds, watch lines and list pages pass through the loop's TLS transports: uvloop's are
+    # in C (gangsched.cli._run says what it measured).
+    import asyncio
+
+    import uvloop
+
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def fake_run(**_: Any) -> int:
+        loops.append(asyncio.get_running_loop())
+        return 0
+
+    monkeypatch.setattr(app, "run", fake_run)
+    monkeypatch.setattr(logs, "configure", lambda *_: None)
+    assert cli.main(["run", "--kubeconfig", "/dev/null"]) == 0
+    assert len(loops) == 1 and isinstance(loops[0], uvloop.Loop)
+
+
 def test_numpy_starts_one_blas_thread_unless_the_environment_says_otherwise() -> None:
     # gangsched.cli sets it before anything imports numpy; numpy reads it once, at import.
     script = (
