@@ -87,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # not ship them (hack/image-prune.txt).
             from gangsched.edge import slim_client
 
+            if args.command == "run":
+                slim_client.import_aiohttp()  # its CAs once the first binds are out (app.run)
             slim_client.install()
             slim_client.leave_out_dev_only()
         if args.command == "simulate":

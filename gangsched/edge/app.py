@@ -27,6 +27,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gangsched.config import Config
+from gangsched.edge import slim_client
 from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
@@ -74,6 +75,13 @@ async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:
     host, port = _host_port(address)
     await web.TCPSite(runner, host, port).start()
     return runner
+
+
+def _load_deferred() -> None:
+    """What start-up put off until the first binds were out: kopf, and the system CAs of
+    aiohttp's default TLS contexts (gangsched.edge.slim_client.import_aiohttp)."""
+    slim_client.load_deferred_cas()
+    importlib.import_module("gangsched.edge.kopf_host")
 
 
 async def _ok() -> web.Response:
@@ -229,7 +237,7 @@ async def run(
         # once its caches synced, unless it never started or has not synced yet.
         gc.enable()
         # In a worker thread: the watches and the first decisions go on meanwhile.
-        await asyncio.to_thread(importlib.import_module, "gangsched.edge.kopf_host")
+        await asyncio.to_thread(_load_deferred)
         from gangsched.edge import kopf_host
 
         registry = kopf_host.build_registry(

@@ -112,3 +112,40 @@ def test_run_leaves_out_what_only_development_tools_bring() -> None:
     assert "ValueError: boom" in done.stdout + done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"blocked": True, "loaded": []}
+
+
+_CAS_PROBE = textwrap.dedent(
+    """
+    import json, ssl
+    from gangsched.edge import slim_client
+    slim_client.import_aiohttp()
+    import aiohttp.connector as connector
+    def cas(context):
+        return context.cert_store_stats()["x509_ca"]
+    system = cas(ssl.create_default_context())  # built after: the system CAs as ever
+    before = [cas(connector._SSL_CONTEXT_VERIFIED), cas(connector._SSL_CONTEXT_UNVERIFIED)]
+    loaded = slim_client.load_deferred_cas()
+    after = [cas(connector._SSL_CONTEXT_VERIFIED), cas(connector._SSL_CONTEXT_UNVERIFIED)]
+    print(json.dumps({"system": system, "before": before, "loaded": loaded, "after": after,
+                      "again": slim_client.load_deferred_cas()}))
+    """
+)
+
+
+def test_aiohttp_default_contexts_get_the_system_cas_only_when_asked() -> None:
+    # gangsched.edge.slim_client.import_aiohttp: their CA loading put off until the first
+    # binds are out, then the same contexts hold what aiohttp would have loaded at import.
+    done = subprocess.run(
+        [sys.executable, "-c", _CAS_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["system"] > 0  # this machine has a CA bundle, else the test shows nothing
+    assert result["before"] == [0, 0]
+    assert result["loaded"] == 2
+    assert result["after"] == [result["system"], result["system"]]
+    assert result["again"] == 0
