@@ -804,6 +804,12 @@ OTHER: dict[str, str] = {
         "load 1.7-6.9, ceiling 396 pods/s): gangsched 124.4 / 169.0 pods/s, Coscheduling 57.3 / "
         "94.7, first bind 3.29 / 1.88 s against 2.76 / 2.01 s"
     ),
+    "compare-issue30-precreate-s17.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 17 (d9a45b1, "
+        "asyncio's event loop, bindConcurrency 64, load 3.3-6.0, ceiling 380 pods/s): gangsched "
+        "175.9 / 182.0 pods/s, Coscheduling 62.1 / 89.5, first bind 1.66 / 1.71 s against "
+        "2.17 / 2.06 s"
+    ),
     "startup-warm-connections-a.json": (
         "gangsched's start-up on precreated (a), 6 launches each of 457cd5e and of b22a6c8 (16 "
         "connections opened ahead of the first binds instead of 64), side by side "
