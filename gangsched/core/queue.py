@@ -10,6 +10,11 @@ A backoff is a penalty for when the scheduler is busy, not a wait for its own sa
 nothing active, the gang a cluster change moved to backoff is tried at once (kube-scheduler's
 SchedulerPopFromBackoffQ, on by default since 1.33). A preemptor is the common case: its
 victims gone, it used to sit out the rest of its one-second backoff with the loop idle.
+
+Every gang waiting for a time (its backoff, the unschedulable flush, a `retry_by`) has one
+live item in a heap of timers, and the gangs are indexed by state, so taking the next gang,
+a cluster change and the counts cost what they touch, not the whole queue: each pop used to
+look at every gang, and a burst of 5,000 gangs took 25 million looks to drain.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ class _Entry:
     errored: bool = False
     #: Unschedulable, but tried again by then whatever happens (a wait for capacity ends).
     retry_at: float = math.inf
+    #: The stamp of this gang's live item in the queue's timers (older items are stale).
+    timer: int = 0
 
 
 @dataclass(slots=True)
@@ -62,6 +69,13 @@ class SchedulingQueue:
     _entries: dict[GroupRef, _Entry] = field(default_factory=dict)
     _heap: list[tuple[int, float, str, int, GroupRef]] = field(default_factory=list)
     _seq: int = 0
+    #: The gangs of each state (a gang in flight is in BACKOFF with no end).
+    _by_state: dict[State, dict[GroupRef, _Entry]] = field(
+        default_factory=lambda: {state: {} for state in State}
+    )
+    #: (when, stamp, gang): when a gang in BACKOFF or UNSCHEDULABLE is due (`_due`).
+    _timers: list[tuple[float, int, GroupRef]] = field(default_factory=list)
+    _stamp: int = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -85,6 +99,7 @@ class SchedulingQueue:
         if entry is None:
             entry = _Entry(ref, priority, created, order_name, since=now)
             self._entries[ref] = entry
+            self._by_state[entry.state][ref] = entry
             self._push(entry)
         elif (entry.priority, entry.created, entry.name) != (priority, created, order_name):
             entry.priority, entry.created, entry.name = priority, created, order_name
@@ -92,7 +107,9 @@ class SchedulingQueue:
                 self._push(entry)
 
     def remove(self, ref: GroupRef) -> None:
-        self._entries.pop(ref, None)
+        entry = self._entries.pop(ref, None)
+        if entry is not None:
+            del self._by_state[entry.state][ref]
 
     def pop(self, now: float) -> GroupRef | None:
         """The most important gang ready to be tried, or None."""
@@ -106,8 +123,8 @@ class SchedulingQueue:
         if self.pop_from_backoff:
             early = [
                 e
-                for e in self._entries.values()
-                if e.state is State.BACKOFF and not e.errored and e.ready_at != math.inf
+                for e in self._by_state[State.BACKOFF].values()
+                if not e.errored and e.ready_at != math.inf
             ]
             if early:
                 # Upstream's backoff order: by the second the backoff ends, then as the
@@ -120,11 +137,10 @@ class SchedulingQueue:
                 )
         return None
 
-    @staticmethod
-    def _take(entry: _Entry) -> GroupRef:
-        entry.state = State.BACKOFF  # in flight: not poppable until requeued
+    def _take(self, entry: _Entry) -> GroupRef:
         entry.ready_at = math.inf
         entry.errored = False
+        self._set_state(entry, State.BACKOFF)  # in flight: not poppable until requeued
         return entry.ref
 
     def attempts_of(self, ref: GroupRef) -> int:
@@ -134,7 +150,7 @@ class SchedulingQueue:
 
     def done(self, ref: GroupRef) -> None:
         """Scheduled (or no longer pending): forget it and its backoff history."""
-        self._entries.pop(ref, None)
+        self.remove(ref)
 
     def requeue(self, ref: GroupRef) -> None:
         """Scheduled, with members left over: active again at once, its backoff history
@@ -144,8 +160,8 @@ class SchedulingQueue:
         if entry is None:
             return
         entry.attempts = 0
-        entry.state = State.ACTIVE
         entry.waiting = False
+        self._set_state(entry, State.ACTIVE)
         self._push(entry)
 
     def unschedulable(
@@ -166,13 +182,13 @@ class SchedulingQueue:
             return
         if counted:
             entry.attempts += 1
-        entry.state = State.UNSCHEDULABLE
         entry.waiting = waiting
         entry.since = now
         entry.retry_at = math.inf
         entry.ready_at = now + (
             self.backoff_for(entry.attempts) if counted else self.initial_backoff
         )
+        self._set_state(entry, State.UNSCHEDULABLE)
 
     def retry_by(self, ref: GroupRef, at: float) -> None:
         """An unschedulable gang is tried again at `at` even if nothing changes: its wait for
@@ -180,11 +196,12 @@ class SchedulingQueue:
         entry = self._entries.get(ref)
         if entry is not None and entry.state is State.UNSCHEDULABLE:
             entry.retry_at = at
+            self._arm(entry)
 
     def next_retry_at(self) -> float | None:
         """The earliest `retry_by` time of an unschedulable gang (simulate's virtual clock
         jumps there when nothing else is left to do)."""
-        times = [e.retry_at for e in self._entries.values() if e.state is State.UNSCHEDULABLE]
+        times = [e.retry_at for e in self._by_state[State.UNSCHEDULABLE].values()]
         finite = [t for t in times if t != math.inf]
         return min(finite) if finite else None
 
@@ -194,17 +211,17 @@ class SchedulingQueue:
         if entry is None:
             return
         entry.attempts += 1
-        entry.state = State.BACKOFF
         entry.waiting = False
         entry.errored = True
         entry.ready_at = now + self.backoff_for(entry.attempts)
+        self._set_state(entry, State.BACKOFF)
 
     def activate(self, ref: GroupRef) -> None:
         """Retry now (e.g. its preemption victims are gone)."""
         entry = self._entries.get(ref)
         if entry is not None and entry.state is not State.ACTIVE:
-            entry.state = State.ACTIVE
             entry.waiting = False
+            self._set_state(entry, State.ACTIVE)
             self._push(entry)
 
     def activate_waiting(self, ref: GroupRef) -> None:
@@ -218,7 +235,7 @@ class SchedulingQueue:
     def wake_waiting(self) -> None:
         """Membership may have changed without per-pod events (a relist): retry every gang
         held waiting for its members."""
-        for ref in [r for r, e in self._entries.items() if e.waiting]:
+        for ref in [r for r, e in self._by_state[State.UNSCHEDULABLE].items() if e.waiting]:
             self.activate_waiting(ref)
 
     def is_waiting(self, ref: GroupRef) -> bool:
@@ -228,14 +245,14 @@ class SchedulingQueue:
     def cluster_changed(self, now: float) -> int:
         """Something that may help happened: unschedulable gangs go to backoff or active."""
         moved = 0
-        for entry in self._entries.values():
-            if entry.state is State.UNSCHEDULABLE and not entry.waiting:
+        for entry in list(self._by_state[State.UNSCHEDULABLE].values()):
+            if not entry.waiting:
                 moved += 1
                 if entry.ready_at <= now:
-                    entry.state = State.ACTIVE
+                    self._set_state(entry, State.ACTIVE)
                     self._push(entry)
                 else:
-                    entry.state = State.BACKOFF
+                    self._set_state(entry, State.BACKOFF)
         return moved
 
     def backoff_for(self, attempts: int) -> float:
@@ -243,37 +260,58 @@ class SchedulingQueue:
 
     def next_ready_at(self) -> float | None:
         """When the earliest backoff expires (for a driver deciding how long to sleep)."""
-        times = [e.ready_at for e in self._entries.values() if e.state is State.BACKOFF]
-        times += [
-            min(e.since + self.unschedulable_flush, e.retry_at)
-            for e in self._entries.values()
-            if e.state is State.UNSCHEDULABLE
-        ]
-        finite = [t for t in times if t != float("inf")]
-        return min(finite) if finite else None
+        timers = self._timers
+        while timers and not self._live(timers[0]):
+            heapq.heappop(timers)
+        return timers[0][0] if timers else None
 
     def counts(self) -> dict[str, int]:
-        result = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0}
-        for entry in self._entries.values():
-            result[entry.state.value] += 1
-        return result
+        return {state.value: len(self._by_state[state]) for state in State}
 
     def state_of(self, ref: GroupRef) -> State | None:
         entry = self._entries.get(ref)
         return entry.state if entry else None
 
     def _release(self, now: float) -> None:
-        for entry in self._entries.values():
-            if entry.state is State.BACKOFF and entry.ready_at <= now:
-                entry.state = State.ACTIVE
-                self._push(entry)
-            elif entry.state is State.UNSCHEDULABLE and (
-                now - entry.since >= self.unschedulable_flush or now >= entry.retry_at
-            ):
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            item = heapq.heappop(timers)
+            if not self._live(item):
+                continue
+            entry = self._entries[item[2]]
+            if entry.state is State.UNSCHEDULABLE:
                 entry.retry_at = math.inf
-                entry.state = State.ACTIVE
                 entry.since = now
-                self._push(entry)
+            self._set_state(entry, State.ACTIVE)
+            self._push(entry)
+
+    def _set_state(self, entry: _Entry, state: State) -> None:
+        if entry.state is not state:
+            del self._by_state[entry.state][entry.ref]
+            entry.state = state
+            self._by_state[state][entry.ref] = entry
+        self._arm(entry)
+
+    def _due(self, entry: _Entry) -> float:
+        """When a gang leaves its state whatever happens: the end of its backoff, or for an
+        unschedulable one the flush interval or its `retry_by`, whichever comes first."""
+        if entry.state is State.BACKOFF:
+            return entry.ready_at
+        if entry.state is State.UNSCHEDULABLE:
+            return min(entry.since + self.unschedulable_flush, entry.retry_at)
+        return math.inf
+
+    def _arm(self, entry: _Entry) -> None:
+        """Give `entry` its one live timer (none if nothing is due), staling the older."""
+        self._stamp += 1
+        entry.timer = self._stamp
+        due = self._due(entry)
+        if due != math.inf:
+            heapq.heappush(self._timers, (due, entry.timer, entry.ref))
+
+    def _live(self, item: tuple[float, int, GroupRef]) -> bool:
+        entry = self._entries.get(item[2])
+        return entry is not None and entry.timer == item[1]
 
     def _push(self, entry: _Entry) -> None:
         self._seq += 1
