@@ -810,6 +810,11 @@ OTHER: dict[str, str] = {
         "175.9 / 182.0 pods/s, Coscheduling 62.1 / 89.5, first bind 1.66 / 1.71 s against "
         "2.17 / 2.06 s"
     ),
+    "queue.json": (
+        "the gang queue draining a burst, half of it left unschedulable (python -m "
+        "bench.queue_bench): 4.3-8.3 us of CPU per gang at 1,000-20,000 gangs, against 934 and "
+        '4,509 us at 1,000 and 5,000 before its timers and state index ("before", 4f752c2)'
+    ),
     "startup-warm-connections-a.json": (
         "gangsched's start-up on precreated (a), 6 launches each of 457cd5e and of b22a6c8 (16 "
         "connections opened ahead of the first binds instead of 64), side by side "
