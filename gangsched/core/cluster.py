@@ -79,6 +79,10 @@ class ClusterState:
     #: Bumped when group_revisions drops the entries of groups without members or object
     #: (it would grow with every gang ever seen otherwise): a reader then reviews every gang.
     group_revisions_pruned: int = 0
+    #: Our pods without a node, neither terminating nor finished, gated or not: the pods a
+    #: question about pending work walks (`pending_refs`, the queue gauges), a few among
+    #: tens of thousands bound. Kept by every change below that can move a pod in or out.
+    unbound: dict[str, Pod] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -228,7 +232,7 @@ class ClusterState:
         return next((other for other in unit if self.unit_of(other) == unit), ref)
 
     def pending_refs(self) -> set[GroupRef]:
-        return {self.group_of(pod) for pod in self.pods.values() if self.is_pending(pod)}
+        return {self.group_of(pod) for pod in self.unbound.values() if self.is_pending(pod)}
 
     def group_members(self, ref: GroupRef) -> list[Pod]:
         if ref.dialect is Dialect.LONE_POD:
@@ -272,6 +276,7 @@ class ClusterState:
     def bind(self, pod: Pod, node_name: str) -> None:
         """Record a placement decided by a cycle (its snapshot entry is already committed)."""
         pod.node_name = node_name
+        self.unbound.pop(pod.key, None)
         self._touch(pod.group)
         if pod.nominated_node_name is not None:
             self.freeing += pod.nominated_node_name != node_name  # the reservation moved
@@ -284,6 +289,7 @@ class ClusterState:
         self.freeing += 1
         self.snapshot.unplace(pod)
         pod.node_name = None
+        self._keep_unbound(pod)
         self._touch(pod.group)
 
     def nominate(self, pod: Pod, node_name: str | None) -> None:
@@ -304,6 +310,7 @@ class ClusterState:
         if node is not None:
             self.snapshot.hide(pod, node)
         pod.terminating = terminating
+        self._keep_unbound(pod)
         self._touch(pod.group)
         if node is not None:
             self.snapshot.show(pod, node)
@@ -395,13 +402,21 @@ class ClusterState:
     def _index(self, pod: Pod) -> None:
         if pod.group is not None:
             self.members[pod.group][pod.key] = pod
+        self._keep_unbound(pod)
         if pod.nominated_node_name and pod.node_name is None:
             index = self.snapshot.index.get(pod.nominated_node_name)
             if index is not None:
                 self.snapshot.nominate(pod, index)
                 self.snapshot.commit()
 
+    def _keep_unbound(self, pod: Pod) -> None:
+        if self._unbound_ours(pod):
+            self.unbound[pod.key] = pod
+        else:
+            self.unbound.pop(pod.key, None)
+
     def _unindex(self, pod: Pod) -> None:
+        self.unbound.pop(pod.key, None)
         if pod.group is not None:
             members = self.members.get(pod.group)
             if members is not None:

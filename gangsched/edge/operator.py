@@ -460,7 +460,7 @@ class Operator:
         self._publish_queue()
 
     def _publish_queue(self) -> None:
-        """Queue gauges, at most once a second: counting pending pods walks every pod."""
+        """Queue gauges, at most once a second: counting pending pods walks the unbound."""
         now = time.monotonic()
         if now - self._published < 1.0:
             return
@@ -473,7 +473,7 @@ class Operator:
         per_state = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
         cluster = self.scheduler.cluster
         oldest: dict[GroupRef, float] = {}
-        for pod in cluster.pods.values():
+        for pod in cluster.unbound.values():
             if cluster.is_gated(pod):
                 per_state["gated"] += 1
             elif cluster.is_pending(pod):
