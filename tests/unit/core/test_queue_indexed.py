@@ -191,8 +191,8 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(step, operation), max_size=60))
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(step, operation), min_size=20, max_size=80))
 def test_the_indexed_queue_decides_as_a_scan_of_every_gang(
     script: list[tuple[float, tuple[object, ...]]],
 ) -> None:
@@ -204,43 +204,43 @@ def test_the_indexed_queue_decides_as_a_scan_of_every_gang(
         reference.add(ref, i % 2, 0.0, now)
     for advance, (name, *args) in script:
         now += advance
+        target = args[0] if args else None
+        assert target is None or isinstance(target, GroupRef)
         if name == "add":
-            ref, priority, created = args
-            assert isinstance(ref, GroupRef) and isinstance(priority, int)
+            priority, created = args[1:]
+            assert target is not None and isinstance(priority, int)
             assert isinstance(created, float)
-            queue.add(ref, priority=priority, created=created, now=now)
-            reference.add(ref, priority, created, now)
+            queue.add(target, priority=priority, created=created, now=now)
+            reference.add(target, priority, created, now)
         elif name == "pop":
             assert queue.pop(now) == reference.pop(now)
         elif name == "unschedulable":
-            ref, counted, waiting = args
-            assert isinstance(ref, GroupRef)
-            queue.unschedulable(ref, now, counted=bool(counted), waiting=bool(waiting))
-            reference.unschedulable(ref, now, bool(counted), bool(waiting))
+            counted, waiting = bool(args[1]), bool(args[2])
+            assert target is not None
+            queue.unschedulable(target, now, counted=counted, waiting=waiting)
+            reference.unschedulable(target, now, counted, waiting)
         elif name == "retry_by":
-            ref, later = args
-            assert isinstance(ref, GroupRef) and isinstance(later, float)
-            queue.retry_by(ref, now + later)
-            reference.retry_by(ref, now + later)
+            later = args[1]
+            assert target is not None and isinstance(later, float)
+            queue.retry_by(target, now + later)
+            reference.retry_by(target, now + later)
         elif name == "cluster_changed":
             assert queue.cluster_changed(now) == reference.cluster_changed(now)
         elif name == "wake_waiting":
             queue.wake_waiting()
             reference.wake_waiting()
         elif name == "done":
-            (ref,) = args
-            assert isinstance(ref, GroupRef)
-            queue.done(ref)
-            reference.gangs.pop(ref, None)
+            assert target is not None
+            queue.done(target)
+            reference.gangs.pop(target, None)
         else:  # backoff, activate, activate_waiting, requeue: one gang, maybe a time
-            (ref,) = args
-            assert isinstance(ref, GroupRef) and isinstance(name, str)
+            assert target is not None and isinstance(name, str)
             if name == "backoff":
-                queue.backoff(ref, now)
-                reference.backoff(ref, now)
+                queue.backoff(target, now)
+                reference.backoff(target, now)
             else:
-                getattr(queue, name)(ref)
-                getattr(reference, name)(ref)
+                getattr(queue, name)(target)
+                getattr(reference, name)(target)
         assert queue.counts() == reference.counts()
         assert queue.next_ready_at() == reference.next_ready_at()
         assert queue.next_retry_at() == reference.next_retry_at()
