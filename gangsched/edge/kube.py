@@ -343,7 +343,9 @@ def _small_tls_read_buffers() -> None:
     """asyncio gives every TLS connection a 256 KiB read buffer up front (CPython issue
     109534); with one HTTP/1.1 connection per request in flight, that was 17 MiB of a
     preempting scheduler's peak (tracemalloc, bench/README.md). A TLS record carries 16 KiB
-    at most, so reading 64 KiB at a time loses nothing."""
+    at most, so reading 64 KiB at a time loses nothing. `gangsched run` runs on uvloop, whose
+    TLS layer mallocs its 256 KiB (resident only as far as it is filled); this is for
+    asyncio's own loop, which the tests and any embedding program use."""
     protocol: Any = asyncio.sslproto.SSLProtocol
     if getattr(protocol, "max_size", 0) > TLS_READ_BUFFER:
         protocol.max_size = TLS_READ_BUFFER
