@@ -27,6 +27,8 @@ from enum import StrEnum
 from gangsched.core.model import GroupRef
 
 ACTIVE, BACKOFF, UNSCHEDULABLE = "active", "backoff", "unschedulable"
+#: Stale timer items tolerated beyond one per gang before the heap is rebuilt (`_arm`).
+STALE_TIMERS_SLACK = 64
 
 
 class State(StrEnum):
@@ -302,12 +304,20 @@ class SchedulingQueue:
         return math.inf
 
     def _arm(self, entry: _Entry) -> None:
-        """Give `entry` its one live timer (none if nothing is due), staling the older."""
+        """Give `entry` its one live timer (none if nothing is due), staling the older.
+
+        A stale item leaves the heap when its time comes, up to `unschedulable_flush` later:
+        a gang retried every few seconds would leave dozens behind it. Once stale items
+        outnumber the gangs, the heap is rebuilt from the live ones (amortised: at least as
+        many arms as gangs between two rebuilds)."""
         self._stamp += 1
         entry.timer = self._stamp
         due = self._due(entry)
         if due != math.inf:
             heapq.heappush(self._timers, (due, entry.timer, entry.ref))
+        if len(self._timers) > 2 * len(self._entries) + STALE_TIMERS_SLACK:
+            self._timers = [item for item in self._timers if self._live(item)]
+            heapq.heapify(self._timers)
 
     def _live(self, item: tuple[float, int, GroupRef]) -> bool:
         entry = self._entries.get(item[2])

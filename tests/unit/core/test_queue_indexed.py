@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.model import Dialect, GroupRef
-from gangsched.core.queue import SchedulingQueue, State
+from gangsched.core.queue import STALE_TIMERS_SLACK, SchedulingQueue, State
 
 
 @dataclass
@@ -253,3 +253,20 @@ def test_the_indexed_queue_decides_as_a_scan_of_every_gang(
     # Drained to the end, both give the same gangs in the same order.
     later = now + 1000.0
     assert [queue.pop(later) for _ in REFS] == [reference.pop(later) for _ in REFS]
+
+
+def test_stale_timers_do_not_pile_up() -> None:
+    # Each retry re-arms a gang's timer; the item it replaces would otherwise wait in the
+    # heap until the flush interval (300 s) ran out.
+    queue = SchedulingQueue()
+    refs = [GroupRef(Dialect.SIGS, "default", f"s{i}") for i in range(100)]
+    for ref in refs:
+        queue.add(ref, priority=0, created=0.0)
+    now = 0.0
+    for _ in range(50):
+        while (taken := queue.pop(now)) is not None:
+            queue.unschedulable(taken, now)
+        queue.cluster_changed(now)
+        now += 10.0
+        assert len(queue._timers) <= 2 * len(refs) + STALE_TIMERS_SLACK + 1
+    assert queue.next_ready_at() is not None and len(queue) == len(refs)
