@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any
-
-from cel_expr_python import cel
+from typing import TYPE_CHECKING, Any
 
 from gangsched.core.dra.model import Semver
 from gangsched.core.dra.semver import normalize_semver, parse_semver
 from gangsched.core.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from cel_expr_python import cel
 
 _QUANTITY_KEY = "@quantity"
 _SEMVER_KEY = "@semver"
@@ -130,6 +131,8 @@ def _semver_part(index: int) -> Callable[[Any], int]:
 
 def functions() -> list[cel.FunctionDecl]:
     """The declarations (with their Python implementations) the CEL environment is built with."""
+    from cel_expr_python import cel  # the engine loads with the first selector (cel.py)
+
     text, integer, boolean = cel.Type.STRING, cel.Type.INT, cel.Type.BOOL
     mapped = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
 

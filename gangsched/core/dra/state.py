@@ -443,6 +443,8 @@ class DraState:
             for key, held in self.released.items():
                 self._hold(key, held, add=True)
             self.released.clear()
+        if not self.pending_allocation and not self.pending_reserve:
+            return  # every cache update commits: most have allocated nothing
         keys = sorted(set(self.pending_allocation) | set(self.pending_reserve))
         for key in keys:
             claim = self.claims.get(key)

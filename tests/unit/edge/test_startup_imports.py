@@ -1,5 +1,6 @@
 """What `gangsched run` loads before its first bind (issue 30): kopf is not part of it, it
-comes once the operator's caches have synced (gangsched.edge.app)."""
+comes once the operator's caches have synced (gangsched.edge.app); nor is the CEL engine,
+which comes with the first DRA selector."""
 
 from __future__ import annotations
 
@@ -15,14 +16,22 @@ from gangsched import cli
 from gangsched.edge import app, logs
 
 
-def test_the_operator_starts_without_kopf_loaded() -> None:
+@pytest.mark.parametrize(
+    "package",
+    [
+        "kopf",
+        # The CEL engine (0.1 s of imports) loads with the first DRA selector compiled.
+        "cel_expr_python",
+    ],
+)
+def test_the_operator_starts_without_loading(package: str) -> None:
     # What `gangsched run` imports before it starts the operator (gangsched.cli).
     probe = (
         "import sys\n"
         "from gangsched.edge import slim_client\n"
         "slim_client.install()\n"
         "import gangsched.config, gangsched.edge.app, gangsched.edge.early_lists\n"
-        "print(sorted(m for m in sys.modules if m == 'kopf' or m.startswith('kopf.')))\n"
+        f"print(sorted(m for m in sys.modules if m == {package!r} or m.startswith('{package}.')))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True
