@@ -28,7 +28,7 @@ import structlog
 
 from gangsched.edge.kube import JSON, Kube, KubeError
 from gangsched.edge.list_pages import ListPages
-from gangsched.edge.wire import LIST_DECODERS, Decoder, gc_paused
+from gangsched.edge.wire import LIST_DECODERS, WATCH_DECODERS, Decoder, gc_paused
 
 log = structlog.get_logger("gangsched.informer")
 
@@ -225,7 +225,10 @@ class Informer:
             "timeoutSeconds": self.watch_seconds,
         }
         async for event in self.kube.watch(
-            self.path, query=query, read_timeout=self.inactivity_seconds
+            self.path,
+            query=query,
+            read_timeout=self.inactivity_seconds,
+            decode=WATCH_DECODERS.get(self.path, _decode_json),
         ):
             kind = event.get("type")
             obj = event.get("object") or {}

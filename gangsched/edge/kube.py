@@ -280,9 +280,15 @@ class Kube:
         return await self.request("DELETE", path, body=body)
 
     async def watch(
-        self, path: str, *, query: Mapping[str, Any], read_timeout: float
+        self,
+        path: str,
+        *,
+        query: Mapping[str, Any],
+        read_timeout: float,
+        decode: Callable[[bytes], JSON] = orjson.loads,
     ) -> AsyncIterator[JSON]:
-        """Yield watch events as raw dicts until the server closes the stream.
+        """Yield watch events as raw dicts (each line read with `decode`) until the server
+        closes the stream.
 
         `read_timeout` bounds the silence between two lines (bookmarks arrive about once a
         minute), so a dead connection is noticed instead of hanging forever.
@@ -298,8 +304,7 @@ class Kube:
                 if not line:
                     return
                 if line.strip():
-                    event: JSON = orjson.loads(line)
-                    yield event
+                    yield decode(line)
 
     def _failed(
         self, method: str, path: str, query: Mapping[str, Any] | None, error: KubeError

@@ -1,4 +1,5 @@
-"""Typed list decoding (gangsched.edge.wire) reads pods and nodes exactly as full decoding does.
+"""Typed decoding (gangsched.edge.wire) of list pages and watch events reads pods and nodes
+exactly as full decoding does.
 
 A field the converters read but the typed shapes leave out would read as absent on a live
 cluster while every test that builds dicts by hand still passed: these tests decode the same
@@ -20,7 +21,7 @@ from gangsched.core.api import InvalidObject, PriorityResolver, node_from_raw
 from gangsched.core.api import pod_from_raw as convert_pod
 from gangsched.core.model import PriorityClass
 from gangsched.edge.pod_fingerprint import pod_fingerprint
-from gangsched.edge.wire import LIST_DECODERS, decode_node, decode_pod
+from gangsched.edge.wire import LIST_DECODERS, WATCH_DECODERS, decode_node, decode_pod
 
 ROOT = Path(__file__).resolve().parents[3]
 PRIORITIES = PriorityResolver(
@@ -248,3 +249,54 @@ def test_a_page_that_does_not_fit_the_shapes_is_decoded_in_full() -> None:
     assert decoded["metadata"]["continue"] == "c"
     with pytest.raises(InvalidObject, match=r"metadata\.labels\.n"):
         pod_from_raw(decoded["items"][1])
+
+
+@pytest.mark.parametrize("kind", ["ADDED", "MODIFIED", "DELETED"])
+def test_a_watched_pod_reads_as_a_listed_one(kind: str) -> None:
+    raw = orjson.dumps({"type": kind, "object": EVERYTHING})
+    event = WATCH_DECODERS["/api/v1/pods"](raw)
+    assert event["type"] == kind
+    assert event["object"] == decode_pod(orjson.dumps(EVERYTHING))
+    assert "managedFields" not in event["object"]["metadata"]  # typed, not in full
+    assert model(pod_from_raw, event["object"]) == model(pod_from_raw, EVERYTHING)
+
+
+def test_a_watched_node_reads_as_a_listed_one() -> None:
+    for node in manifests("Node"):
+        raw = orjson.dumps({"type": "MODIFIED", "object": node}, default=str)
+        event = WATCH_DECODERS["/api/v1/nodes"](raw)
+        listed = decode_node(orjson.dumps(node, default=str))
+        assert event == {"type": "MODIFIED", "object": listed}
+
+
+@pytest.mark.parametrize("path", ["/api/v1/pods", "/api/v1/nodes"])
+def test_a_watch_error_and_a_bookmark_keep_what_the_informer_reads(path: str) -> None:
+    """An ERROR event carries a Status (its code says whether to list again); a bookmark,
+    the resourceVersion to resume from."""
+    gone = {
+        "type": "ERROR",
+        "object": {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "too old resource version: 1 (5)",
+            "reason": "Expired",
+            "code": 410,
+        },
+    }
+    assert WATCH_DECODERS[path](orjson.dumps(gone)) == gone
+    mark = {
+        "type": "BOOKMARK",
+        "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "812"}},
+    }
+    assert WATCH_DECODERS[path](orjson.dumps(mark))["object"]["metadata"] == {
+        "resourceVersion": "812"
+    }
+
+
+def test_a_watch_event_that_does_not_fit_is_decoded_in_full() -> None:
+    odd = {**EVERYTHING, "metadata": {**EVERYTHING["metadata"], "labels": {"n": 5}}}
+    event = WATCH_DECODERS["/api/v1/pods"](orjson.dumps({"type": "MODIFIED", "object": odd}))
+    assert event["object"]["metadata"]["labels"] == {"n": 5}
+    assert "image" in event["object"]["spec"]["containers"][0]
