@@ -42,6 +42,9 @@ def replica(env: Env, run_dir: Path, identity: str) -> tuple[SchedulerProcess, s
     renew deadline 10 s, retry 2 s); returns it and its readiness URL."""
     kubeconfig = run_dir / f"{identity}.kubeconfig"
     write_kubeconfig(env, kubeconfig, sa_token(env, "gangsched-system", "gangsched"), "gangsched")
+    # 64, not bench.compare's 256: this measures the takeover (how long binds stop), and its
+    # recorded figures (bench/results) were taken with 64; more binds in flight would change
+    # the throughput either side of the gap, not the gap.
     settings = gangsched_process.listen_config(bindConcurrency=64, leaderElection={"enabled": True})
     log = run_dir / f"{identity}.log"
     process = gangsched_process.start(
