@@ -210,9 +210,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--profile-format",
-        choices=["raw", "flamegraph"],
+        choices=["raw", "flamegraph", "chrometrace"],
         default="raw",
-        help="py-spy's output: collapsed stacks (.txt) or a flame graph (.svg)",
+        help="py-spy's output: collapsed stacks (.txt), a flame graph (.svg), or each sample "
+        "with its time (.json, Chrome's trace format: a profile of one phase, e.g. the binds)",
     )
     parser.add_argument(
         "--keep",

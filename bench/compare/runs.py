@@ -169,7 +169,7 @@ async def run_one(
         running = start(launch)
         if opts.profile is not None and launch.kind == "gangsched":
             opts.profile.mkdir(parents=True, exist_ok=True)
-            suffix = "svg" if opts.profile_format == "flamegraph" else "txt"
+            suffix = {"flamegraph": "svg", "chrometrace": "json"}.get(opts.profile_format, "txt")
             spy = PySpy(
                 running.process.pid,
                 opts.profile / f"{workload}-{scheduler}-{round_no}.{suffix}",

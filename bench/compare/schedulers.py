@@ -341,7 +341,8 @@ def requests_by_verb(text: str, *, gangsched: bool) -> dict[str, float]:
 
 class PySpy:
     """`py-spy record` on gangsched for the length of a run (--profile DIR): raw collapsed
-    stacks, or a flame graph SVG (--profile-format flamegraph)."""
+    stacks, a flame graph SVG (--profile-format flamegraph), or timed samples
+    (--profile-format chrometrace)."""
 
     def __init__(self, pid: int, out: Path, fmt: str = "raw") -> None:
         spy = Path(sys.executable).parent / "py-spy"
