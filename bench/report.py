@@ -810,6 +810,11 @@ OTHER: dict[str, str] = {
         "175.9 / 182.0 pods/s, Coscheduling 62.1 / 89.5, first bind 1.66 / 1.71 s against "
         "2.17 / 2.06 s"
     ),
+    "compare-issue30-precreate-s18.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 18 (2290538, "
+        "uvloop, bindConcurrency 256, load 2.3-7.5, ceiling 380 pods/s): gangsched 214.1 / "
+        "200.1 pods/s, Coscheduling 59.9 / 88.5, first bind 1.95 / 1.72 s against 1.97 / 1.79 s"
+    ),
     "queue.json": (
         "the gang queue draining a burst, half of it left unschedulable (python -m "
         "bench.queue_bench): 4.3-8.3 us of CPU per gang at 1,000-20,000 gangs, against 934 and "

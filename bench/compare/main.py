@@ -45,6 +45,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         profile=args.profile,
         keep=args.keep,
         profile_format=args.profile_format,
+        profile_seconds=args.profile_seconds,
         attach=args.attach,
         trace=args.trace,
         rate=args.rate,
@@ -209,11 +210,17 @@ def main() -> None:
         "--profile", type=Path, help="py-spy raw profiles of gangsched into this directory"
     )
     parser.add_argument(
+        "--profile-seconds",
+        type=float,
+        metavar="S",
+        help="profile only the first S seconds after exec (e.g. up to the last bind, without "
+        "the half minute of writes and reviews that follows the binds)",
+    )
+    parser.add_argument(
         "--profile-format",
-        choices=["raw", "flamegraph", "chrometrace"],
+        choices=["raw", "flamegraph"],
         default="raw",
-        help="py-spy's output: collapsed stacks (.txt), a flame graph (.svg), or each sample "
-        "with its time (.json, Chrome's trace format: a profile of one phase, e.g. the binds)",
+        help="py-spy's output: collapsed stacks (.txt) or a flame graph (.svg)",
     )
     parser.add_argument(
         "--keep",

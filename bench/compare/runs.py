@@ -67,6 +67,8 @@ class Options:
     profile: Path | None
     keep: bool = False
     profile_format: str = "raw"
+    #: Profile only this long after exec (None: the whole run).
+    profile_seconds: float | None = None
     #: A kept (d) cluster (--keep) to run on again instead of creating 50,000 pods anew.
     attach: Path | None = None
     #: Where each streamed run's per-pod times go (created, seen, bound), for a closer look.
@@ -169,11 +171,12 @@ async def run_one(
         running = start(launch)
         if opts.profile is not None and launch.kind == "gangsched":
             opts.profile.mkdir(parents=True, exist_ok=True)
-            suffix = {"flamegraph": "svg", "chrometrace": "json"}.get(opts.profile_format, "txt")
+            suffix = "svg" if opts.profile_format == "flamegraph" else "txt"
             spy = PySpy(
                 running.process.pid,
                 opts.profile / f"{workload}-{scheduler}-{round_no}.{suffix}",
                 opts.profile_format,
+                seconds=opts.profile_seconds,
             )
         ready_at = await wait_ready(running, launch, timeout=max(180.0, opts.timeout))
         result["ready_s"] = round(ready_at - t_start, 3)

@@ -340,12 +340,16 @@ def requests_by_verb(text: str, *, gangsched: bool) -> dict[str, float]:
 
 
 class PySpy:
-    """`py-spy record` on gangsched for the length of a run (--profile DIR): raw collapsed
-    stacks, a flame graph SVG (--profile-format flamegraph), or timed samples
-    (--profile-format chrometrace)."""
+    """`py-spy record` on gangsched for the length of a run, or its first seconds (--profile
+    DIR, --profile-seconds): raw collapsed stacks, or a flame graph SVG (--profile-format
+    flamegraph)."""
 
-    def __init__(self, pid: int, out: Path, fmt: str = "raw") -> None:
+    def __init__(
+        self, pid: int, out: Path, fmt: str = "raw", *, seconds: float | None = None
+    ) -> None:
         spy = Path(sys.executable).parent / "py-spy"
+        # py-spy takes whole seconds.
+        duration = [] if seconds is None else ["--duration", str(max(1, round(seconds)))]
         self.process = subprocess.Popen(
             [
                 str(spy),
@@ -359,6 +363,7 @@ class PySpy:
                 "--rate",
                 "200",
                 "--nonblocking",
+                *duration,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
