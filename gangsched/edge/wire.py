@@ -206,10 +206,12 @@ class _NodeEvent(TypedDict, total=False):
 
 def _typed_event(shape: Any) -> Decoder:
     """One watch event decoded as a list page's item is. Each bind brings its pod back two or
-    three times (the binding, then the kubelet's status), and full decoding of those events was
-    a twentieth of gangsched's CPU while binding (py-spy, precreated (b), issue 30). An ERROR
-    event carries a Status, not the kind: it is read in full, as is anything that does not fit
-    the shape. No collection pause: an event is a few hundred objects."""
+    three times (the binding, then the kubelet's status), and decoding those events in full was
+    3-4% of gangsched's samples over a precreated run (py-spy, issue 30); a running pod's 1.8 KB
+    event takes 4.5 us typed against 7.8 us in full, and allocates no managedFields, container
+    states or condition timestamps. An ERROR event carries a Status, not the kind: it is read
+    in full, as is anything that does not fit the shape. No collection pause around it, as
+    around a page: an event is a few dozen objects."""
     decoder = msgspec.json.Decoder(shape)
 
     def decode(raw: bytes) -> dict[str, Any]:
