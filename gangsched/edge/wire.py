@@ -91,8 +91,13 @@ class _ContainerStatus(TypedDict, total=False):
 
 
 class _Condition(TypedDict, total=False):
+    """PodResizePending's reason; PodScheduled=False Unschedulable's time, where a wait for
+    new capacity starts (capacity_wait). Messages and probe times are skipped."""
+
     type: str
+    status: str
     reason: str
+    lastTransitionTime: str
 
 
 class _PodStatus(TypedDict, total=False):

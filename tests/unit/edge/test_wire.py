@@ -159,7 +159,14 @@ EVERYTHING: dict[str, Any] = {
         "resize": "Infeasible",
         "conditions": [
             {"type": "PodResizePending", "status": "True", "reason": "Infeasible"},
-            {"type": "PodScheduled", "status": "False", "lastProbeTime": None},
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/3 nodes are available",
+                "lastProbeTime": None,
+                "lastTransitionTime": "2026-01-31T12:01:00Z",
+            },
         ],
         "containerStatuses": [
             {
@@ -210,6 +217,7 @@ def test_every_field_the_scheduler_reads_survives_typed_decoding() -> None:
     pod = pod_from_raw(typed)
     # The pod really is read (not two identical refusals): its parts are there.
     assert pod.claims and pod.volume_claims and pod.spread and pod.host_ports and pod.terminating
+    assert pod.unschedulable_since is not None  # where a wait for new capacity starts
 
 
 def test_what_scheduling_never_reads_is_not_decoded() -> None:
@@ -223,6 +231,12 @@ def test_what_scheduling_never_reads_is_not_decoded() -> None:
         "name",
         "allocatedResources",
         "resources",
+    }
+    assert typed["status"]["conditions"][1].keys() == {
+        "type",
+        "status",
+        "reason",
+        "lastTransitionTime",
     }
 
 
