@@ -53,7 +53,7 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
         for where in (
             ("gangsched.core.dra.cel", "SelectorCache.compile", "cel_expr_python"),
             ("gangsched.core.dra.cel", "SelectorCache.compile", "cel_expr_python.ext"),
-            ("gangsched.core.dra.cel", "_types", "cel_expr_python"),
+            ("gangsched.core.dra.cel", "Selector.evaluate", "cel_expr_python"),
             ("gangsched.core.dra.cel_library", "functions", "cel_expr_python"),
         )
     },

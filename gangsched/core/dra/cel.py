@@ -21,13 +21,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from gangsched.core.dra.cel_library import CelMap, functions, quantity_value, semver_value
 from gangsched.core.dra.model import AttributeValue, Semver
-
-if TYPE_CHECKING:
-    from cel_expr_python import cel
 
 _STRING_LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\'')
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
@@ -106,25 +103,19 @@ class Selector:
                 "attributes": {**{key: {} for key in missing}, **device["attributes"]},
                 "capacity": {**{key: {} for key in missing}, **device["capacity"]},
             }
+        from cel_expr_python import cel  # loaded by then: only compiled selectors evaluate
+
         try:
             result = self.program.eval(data={"device": data})
             value = result.value()
         except Exception as error:  # the C++ runtime raises only for internal failures
             return _clean(str(error))
-        if result.type() == _types("ERROR"):
+        if result.type() == cel.Type.ERROR:
             return _clean(str(value))
         if not isinstance(value, bool):
             kind = result.type().name().lower()
             return f"CEL result of type {kind} could not be converted to bool"
         return value
-
-
-def _types(name: str) -> cel.Type:
-    """A CEL type (the engine is loaded by then: only compiled selectors ask)."""
-    from cel_expr_python import cel
-
-    kind: cel.Type = getattr(cel.Type, name)
-    return kind
 
 
 def _clean(message: str) -> str:
@@ -204,10 +195,11 @@ class SelectorCache:
         selector = self._compiled.get(expression)
         if selector is not None:
             return selector
+        # The engine and its extensions load here, with the first selector: 0.1 s of every
+        # start (a tenth of its imports) that a cluster without DRA claims never needs.
+        from cel_expr_python import cel
+
         if self._env is None:
-            # The engine and its extensions load here, with the first selector: 0.1 s of every
-            # start (a tenth of its imports) that a cluster without DRA claims never needs.
-            from cel_expr_python import cel
             from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
             self._env = cel.NewEnv(
@@ -233,8 +225,7 @@ class SelectorCache:
         try:
             program = self._env.compile(expression)
             returns = program.return_type()
-            boolean, dynamic = _types("BOOL"), _types("DYN")
-            if returns not in (boolean, dynamic):
+            if returns not in (cel.Type.BOOL, cel.Type.DYN):
                 selector.error = (
                     f"must evaluate to bool or the unknown type, not {returns.name().lower()}"
                 )
