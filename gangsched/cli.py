@@ -168,7 +168,13 @@ async def _run_async(args: argparse.Namespace) -> int:
     import asyncio
 
     from gangsched.edge.early_lists import EarlyLists
+    from gangsched.edge.reqwest_transport import setting as transport_setting
 
+    try:
+        transport_setting()
+    except ValueError as exc:
+        print(f"gangsched run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     early = await EarlyLists.start(args.kubeconfig)
     try:
         config, problem = await asyncio.to_thread(_load_for_run, args.config)
@@ -182,6 +188,7 @@ async def _run_async(args: argparse.Namespace) -> int:
     from gangsched.edge import app, logs
 
     logs.configure(config.logFormat)
+    logs.quiet_transport_errors(asyncio.get_running_loop())
     return await app.run(
         config=config, kubeconfig=args.kubeconfig, identity=args.identity, early=early
     )

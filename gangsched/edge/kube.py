@@ -12,6 +12,7 @@ counted per verb so benchmarks can report API requests per bound pod.
 from __future__ import annotations
 
 import asyncio.sslproto
+import datetime
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -24,7 +25,11 @@ import orjson
 import structlog
 from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client, config
+from pyreqwest.client import Client as FastClient
+from pyreqwest.exceptions import PyreqwestError
 from yarl import URL
+
+from gangsched.edge import reqwest_transport
 
 log = structlog.get_logger("gangsched.kube")
 
@@ -79,6 +84,11 @@ class Kube:
     _forbidden_logged: dict[tuple[str, str], float] = field(default_factory=dict)
     #: The API server's URL, parsed once (`_url`).
     _base: URL | None = field(default=None, init=False, repr=False)
+    #: The client unary requests go out on (edge/reqwest_transport.py); None keeps them on
+    #: kubernetes-asyncio's aiohttp session, as watches always are.
+    fast: FastClient | None = None
+    #: Whether `fast` speaks HTTP/2 (one connection for every request in flight).
+    http2: bool = False
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, connections: int = 32) -> Kube:
@@ -110,9 +120,24 @@ class Kube:
         session = api.rest_client.pool_manager
         session._trust_env = False
         _keep_connections_open(session.connector)
-        return cls(api=api)
+        kube = cls(api=api)
+        transport = reqwest_transport.setting()
+        reason = "asked" if transport == "aiohttp" else reqwest_transport.unsupported(configuration)
+        if reason is None:
+            kube.http2 = transport != "h1" and str(configuration.host).startswith("https://")
+            kube.fast = reqwest_transport.build_client(
+                configuration,
+                default_headers=_default_headers(api),
+                connections=configuration.connection_pool_maxsize,
+                http2=kube.http2,
+            )
+        else:
+            log.info("requests stay on aiohttp", reason=reason)
+        return kube
 
     async def close(self) -> None:
+        if self.fast is not None:
+            await self.fast.close()
         await self.api.close()
 
     async def warm(self, *, connections: int) -> None:
@@ -126,8 +151,11 @@ class Kube:
         while the informers list, the handshakes are done when the binds start; the
         connections then wait in the pool (KEEPALIVE_S). Only as many as the first binds need
         (WARM_CONNECTIONS): the handshakes compete with the lists for the CPU. `GET /version`
-        is the cheapest request every identity may send (system:public-info-viewer)."""
+        is the cheapest request every identity may send (system:public-info-viewer). Over
+        HTTP/2 (`fast`) one connection carries them all: one request opens it."""
         started = time.perf_counter()
+        if self.http2:
+            connections = 1  # every request in flight shares it
         answers = await asyncio.gather(
             *(self.request_raw("GET", "/version") for _ in range(connections)),
             return_exceptions=True,
@@ -161,15 +189,7 @@ class Kube:
             self.on_request(method)
         api = self.api
         configuration = api.configuration
-        headers = {
-            **api.default_headers,
-            "Content-Type": content_type,
-            "Accept": "application/json",
-            # As kube-scheduler's client (kubernetes PR 80919): no gzip. Between a scheduler
-            # and its API server the network is fast and both CPUs are busy; a gzipped
-            # 500-pod page took twice as long to arrive (bench/README.md).
-            "Accept-Encoding": "identity",
-        }
+        headers = {**_default_headers(api), "Content-Type": content_type}
         if "BearerToken" in configuration.api_key:
             headers["authorization"] = await configuration.get_api_key_with_prefix("BearerToken")
         url = self._url(path, query)
@@ -245,6 +265,16 @@ class Kube:
         timeout: float | None = 30.0,
     ) -> bytes:
         """The body of a successful answer, undecoded (KubeError otherwise)."""
+        if self.fast is not None:
+            return await self._request_fast(
+                self.fast,
+                method,
+                path,
+                query=query,
+                body=body,
+                content_type=content_type,
+                timeout=timeout,
+            )
         response = await self._send(
             method, path, query=query, body=body, content_type=content_type, timeout=timeout
         )
@@ -252,6 +282,44 @@ class Kube:
             raw: bytes = await response.read()
             if not 200 <= response.status < 300:
                 raise self._failed(method, path, query, _error(response.status, raw))
+        return raw
+
+    async def _request_fast(
+        self,
+        fast: FastClient,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | None,
+    ) -> bytes:
+        """`request_raw` on pyreqwest. Its failures to reach the server are raised as
+        ConnectionError (an OSError, as aiohttp's are), its timeouts as TimeoutError."""
+        self.requests[method] += 1
+        if self.on_request is not None:
+            self.on_request(method)
+        configuration = self.api.configuration
+        request = fast.request(method, str(self._url(path, query))).header(
+            "Content-Type", content_type
+        )
+        if "BearerToken" in configuration.api_key:
+            token = await configuration.get_api_key_with_prefix("BearerToken")
+            request = request.header("authorization", token, is_sensitive=True)
+        if body is not None:
+            request = request.body_bytes(body if isinstance(body, bytes) else orjson.dumps(body))
+        if timeout is not None:
+            request = request.timeout(datetime.timedelta(seconds=timeout))
+        try:
+            response = await request.build().send()
+            raw = (await response.bytes()).to_bytes()
+        except TimeoutError:
+            raise
+        except PyreqwestError as exc:
+            raise ConnectionError(f"{method} {path}: {exc}") from exc
+        if not 200 <= response.status < 300:
+            raise self._failed(method, path, query, _error(response.status, raw))
         return raw
 
     async def get(
@@ -324,6 +392,17 @@ class Kube:
                     message=error.message,
                 )
         return error
+
+
+def _default_headers(api: client.ApiClient) -> dict[str, str]:
+    return {
+        **api.default_headers,
+        "Accept": "application/json",
+        # As kube-scheduler's client (kubernetes PR 80919): no gzip. Between a scheduler and
+        # its API server the network is fast and both CPUs are busy; a gzipped 500-pod page
+        # took twice as long to arrive (bench/README.md).
+        "Accept-Encoding": "identity",
+    }
 
 
 #: How long an idle connection waits in the pool for the next request: aiohttp closes it after

@@ -11,6 +11,7 @@ gangsched's samples binding 3,000 precreated pods instead of 6% (py-spy, issue 3
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -19,6 +20,8 @@ from typing import Any
 
 import orjson
 import structlog
+
+log = structlog.get_logger("gangsched.loop")
 
 _SECRET_WORDS = ("token", "password", "secret", "authorization", "credential")
 #: Field names seen, and whether each suggests a credential (they come from code: few).
@@ -71,3 +74,24 @@ def configure(fmt: str = "json", level: int = logging.INFO) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s %(message)s")
     for noisy in ("kopf", "aiohttp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def quiet_transport_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """A connection's fatal error, reported by the event loop itself, as one log line.
+
+    When the API server goes away mid-read (a restart, a dropped watch), uvloop's TLS layer
+    can still try to answer on the closed socket, and reports it through the loop's
+    exception handler ("Fatal error on SSL protocol", a RuntimeError on the closed
+    transport), which prints a traceback. The request or watch on that connection fails
+    and is retried as any lost connection is; the report is no bug of ours, so it is
+    logged as a warning naming the error. Anything else the loop reports keeps its
+    traceback."""
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exception = context.get("exception")
+        if "protocol" in context and isinstance(exception, (OSError, RuntimeError)):
+            log.warning("connection failed", message=context.get("message"), error=repr(exception))
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)

@@ -221,7 +221,9 @@ class Metrics:
             buckets=exponential(1, 2, 11),
             registry=r,
         )
-        self._pending_groups: set[tuple[str, str]] = set()
+        #: Each listed group's series (`labels` looks the child up again at every call:
+        #: for 1,000 pending groups, most of a once-a-second refresh).
+        self._pending_groups: dict[tuple[str, str], Gauge] = {}
         self._timeouts: set[tuple[str, str]] = set()
         # Known label values start at 0, so rates and alerts have a series before the first
         # event (an error counter that appears only with its first error cannot be rated).
@@ -240,14 +242,18 @@ class Metrics:
     ) -> None:
         """(namespace, name) -> (seconds pending, scheduleTimeoutSeconds or None) for every
         PodGroup with pending members now; series of groups no longer listed are removed."""
-        for key in self._pending_groups - set(groups):
+        series = self._pending_groups
+        for key in series.keys() - groups.keys():
             self.group_pending_seconds.remove(*key)
+            del series[key]
         for key in self._timeouts - {k for k, (_, t) in groups.items() if t is not None}:
             self.group_schedule_timeout.remove(*key)
-        self._pending_groups, self._timeouts = set(), set()
+        self._timeouts = set()
         for key, (seconds, timeout) in groups.items():
-            self.group_pending_seconds.labels(*key).set(seconds)
-            self._pending_groups.add(key)
+            child = series.get(key)
+            if child is None:
+                child = series[key] = self.group_pending_seconds.labels(*key)
+            child.set(seconds)
             if timeout is not None:
                 self.group_schedule_timeout.labels(*key).set(timeout)
                 self._timeouts.add(key)

@@ -473,16 +473,19 @@ class Operator:
         per_state = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
         cluster = self.scheduler.cluster
         oldest: dict[GroupRef, float] = {}
+        state_of_group: dict[GroupRef, str] = {}  # members share their gang's: once a group
         for pod in cluster.unbound.values():
             if cluster.is_gated(pod):
                 per_state["gated"] += 1
             elif cluster.is_pending(pod):
-                unit = self.scheduler.unit_key(cluster.group_of(pod))
-                state = queue.state_of(unit)
-                if queue.is_waiting(unit):
-                    per_state["gated"] += 1
-                else:
-                    per_state[state.value if state is not None else "active"] += 1
+                ref = cluster.group_of(pod)
+                held = state_of_group.get(ref)
+                if held is None:
+                    unit = self.scheduler.unit_key(ref)
+                    state = queue.state_of(unit)
+                    held = "gated" if queue.is_waiting(unit) else state.value if state else "active"
+                    state_of_group[ref] = held
+                per_state[held] += 1
                 if pod.group is not None:
                     oldest[pod.group] = min(oldest.get(pod.group, pod.created), pod.created)
         for name, value in per_state.items():

@@ -63,6 +63,8 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
     ("gangsched.cli", "_run_async", "gangsched.edge.app"): "loaded by `_load_for_run` in a "
     "worker thread while the early lists are under way; here it is already loaded",
     ("gangsched.cli", "_run_async", "gangsched.edge.logs"): "as gangsched.edge.app",
+    ("gangsched.cli", "_run_async", "gangsched.edge.reqwest_transport"): "as "
+    "gangsched.edge.early_lists, which imports it next",
     ("gangsched.cli", "_load_for_run", "gangsched.config"): "imported in a worker thread, "
     "off the event loop, while the early lists are under way",
     ("gangsched.cli", "_load_for_run", "gangsched.edge.app"): "as gangsched.config: the "

@@ -1,5 +1,6 @@
 """The API client session: no per-request environment lookups (proxies, ~/.netrc), the
-environment's proxy still honoured (looked up once)."""
+environment's proxy still honoured (looked up once); unary requests the same on either
+transport (pyreqwest, or aiohttp where the configuration needs it)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gangsched.edge.kube import KEEPALIVE_S, Kube, _env_proxy
+from gangsched.edge.kube import KEEPALIVE_S, Kube, KubeError, _env_proxy
+from gangsched.edge.reqwest_transport import TRANSPORT_ENV, root_certificates, unsupported
 from tests.builders import loopback_api_server
 
 KUBECONFIG = """apiVersion: v1
@@ -31,6 +33,22 @@ current-context: c
 def _no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv(TRANSPORT_ENV, raising=False)
+
+
+@pytest.fixture(params=["pyreqwest", "aiohttp"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test using it runs on both transports: what the server sees must not differ."""
+    name: str = request.param
+    if name == "aiohttp":
+        monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
+    return name
+
+
+async def connect(kubeconfig: Path, transport: str) -> Kube:
+    kube = await Kube.connect(str(kubeconfig))
+    assert (kube.fast is not None) == (transport == "pyreqwest")
+    return kube
 
 
 async def test_session_does_not_read_the_environment_per_request(tmp_path: Path) -> None:
@@ -52,6 +70,7 @@ async def test_environment_proxy_is_looked_up_once(
     path.write_text(KUBECONFIG)
     kube = await Kube.connect(str(path))
     try:
+        assert kube.fast is None  # a proxy stays with aiohttp, which sends its headers
         assert kube.api.configuration.proxy == "http://proxy.example:3128"
         assert kube.api.configuration.proxy_headers == {
             "Proxy-Authorization": "Basic dXNlcjpzZWNyZXQ="
@@ -69,7 +88,7 @@ def test_no_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _env_proxy(None) == (None, None)
 
 
-async def test_responses_are_asked_for_uncompressed(tmp_path: Path) -> None:
+async def test_responses_are_asked_for_uncompressed(tmp_path: Path, transport: str) -> None:
     """As kube-scheduler's client: the API server would gzip every list page over 128 KiB,
     which doubled a page's time on the bench cluster (bench/README.md, issue 17)."""
     seen: list[str] = []
@@ -79,7 +98,7 @@ async def test_responses_are_asked_for_uncompressed(tmp_path: Path) -> None:
         return web.json_response({"items": [], "metadata": {"resourceVersion": "1"}})
 
     async with loopback_api_server(tmp_path, web.get("/api/v1/pods", pods)) as kubeconfig:
-        kube = await Kube.connect(str(kubeconfig))
+        kube = await connect(kubeconfig, transport)
         try:
             assert (await kube.get("/api/v1/pods", limit=500))["metadata"]["resourceVersion"] == "1"
         finally:
@@ -87,7 +106,9 @@ async def test_responses_are_asked_for_uncompressed(tmp_path: Path) -> None:
     assert seen == ["identity"]
 
 
-async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -> None:
+async def test_requests_carry_the_token_the_query_and_the_body(
+    tmp_path: Path, transport: str
+) -> None:
     """Requests go straight to the client's session (not through its generated `call_api`):
     the bearer token, refreshed through the configuration's hook, the query string, the
     content type and the JSON body still reach the server as the client sent them."""
@@ -109,7 +130,7 @@ async def test_requests_carry_the_token_the_query_and_the_body(tmp_path: Path) -
     refreshed: list[bool] = []
     binding = {"kind": "Binding", "target": {"name": "n-1"}}
     async with loopback_api_server(tmp_path, web.route("*", "/{tail:.*}", record)) as kubeconfig:
-        kube = await Kube.connect(str(kubeconfig))
+        kube = await connect(kubeconfig, transport)
 
         def refresh(configuration: object) -> None:
             refreshed.append(True)
@@ -197,7 +218,7 @@ async def test_warm_connections_are_the_ones_a_burst_then_uses(tmp_path: Path) -
     assert connections_by_path["binding"] == connections_by_path["/version"]
 
 
-async def test_requests_keep_the_servers_path_prefix(tmp_path: Path) -> None:
+async def test_requests_keep_the_servers_path_prefix(tmp_path: Path, transport: str) -> None:
     """A server URL with a path (a proxy such as Rancher's, `/k8s/clusters/<id>`) keeps it
     in front of every request's path; the query arrives as encoded."""
     seen: list[tuple[str, dict[str, str]]] = []
@@ -210,7 +231,7 @@ async def test_requests_keep_the_servers_path_prefix(tmp_path: Path) -> None:
     async with loopback_api_server(
         tmp_path, web.route("*", "/{tail:.*}", record), path="/k8s/clusters/c-1/"
     ) as kubeconfig:
-        kube = await Kube.connect(str(kubeconfig))
+        kube = await connect(kubeconfig, transport)
         try:
             query = {"fieldSelector": selector, "limit": 500, "continue": "x/+=="}
             await kube.request("GET", "/api/v1/pods", query=query)
@@ -224,3 +245,87 @@ async def test_requests_keep_the_servers_path_prefix(tmp_path: Path) -> None:
         ),
         ("/k8s/clusters/c-1/api/v1/nodes", {}),
     ]
+
+
+async def test_errors_read_the_same_on_either_transport(tmp_path: Path, transport: str) -> None:
+    """A refusal is a KubeError with the Status's code, reason and message; a server that
+    does not answer in time is a TimeoutError; one that cannot be reached is an OSError
+    (the callers retry or settle on these, whatever the client underneath)."""
+
+    async def missing(request: web.Request) -> web.Response:
+        status = {"kind": "Status", "reason": "NotFound", "message": 'pods "p" not found'}
+        return web.json_response(status, status=404)
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(1)
+        return web.json_response({})
+
+    routes = (web.get("/api/v1/namespaces/ns/pods/p", missing), web.get("/slow", slow))
+    async with loopback_api_server(tmp_path, *routes) as kubeconfig:
+        kube = await connect(kubeconfig, transport)
+        try:
+            with pytest.raises(KubeError) as refused:
+                await kube.get("/api/v1/namespaces/ns/pods/p")
+            assert (refused.value.status, refused.value.reason) == (404, "NotFound")
+            assert refused.value.message == 'pods "p" not found'
+            with pytest.raises(TimeoutError):
+                await kube.request("GET", "/slow", timeout=0.2)
+        finally:
+            await kube.close()
+    kube = await connect(kubeconfig, transport)  # the server has stopped
+    try:
+        with pytest.raises(OSError):
+            await kube.get("/api/v1/nodes")
+    finally:
+        await kube.close()
+
+
+def test_what_pyreqwest_cannot_do_stays_on_aiohttp(tmp_path: Path) -> None:
+    from kubernetes_asyncio.client import Configuration
+
+    def configuration(**fields: object) -> Configuration:
+        c = Configuration(host="https://127.0.0.1:6443")
+        for name, value in fields.items():
+            setattr(c, name, value)
+        return c
+
+    assert unsupported(configuration()) is None
+    assert unsupported(configuration(verify_ssl=False)) is None
+    assert unsupported(configuration(tls_server_name="kubernetes")) == "tls-server-name"
+    assert unsupported(configuration(proxy="http://proxy:3128")) == "proxy"
+    assert unsupported(configuration(username="admin", password="x")) == "basic auth"
+    assert (
+        unsupported(configuration(disable_strict_ssl_verification=True))
+        == "relaxed X.509 verification"
+    )
+
+
+def test_every_certificate_of_a_ca_bundle_is_trusted() -> None:
+    """A cluster's CA file holds the old and the new CA while it rotates them."""
+    old = b"-----BEGIN CERTIFICATE-----\nMIIBold\n-----END CERTIFICATE-----"
+    new = b"-----BEGIN CERTIFICATE-----\nMIIBnew\nline2\n-----END CERTIFICATE-----"
+    bundle = b"# cluster CA\n" + old + b"\n\n" + new + b"\n"
+    assert root_certificates(bundle) == [old, new]
+    assert root_certificates(b"") == []
+
+
+def test_an_unknown_transport_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    """`gangsched run` exits 2 with one line that names the variable, before any request."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gangsched.cli", "run", "--kubeconfig", str(path)],
+        env={**os.environ, TRANSPORT_ENV: "h3"},
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        "gangsched run: GANGSCHED_HTTP_TRANSPORT='h3': expected one of h2, h1, aiohttp\n"
+    )

@@ -28,3 +28,43 @@ def test_lines_are_json_with_secrets_redacted(
     assert first["level"] == "info" and first["timestamp"].endswith("Z")
     assert second["path"] == repr(tmp_path) and second["huge"] == 2**70
     assert second["counts"] == {"1": "one"}
+
+
+def test_a_connections_fatal_error_is_one_line_and_a_bug_keeps_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What uvloop reports when the API server drops a TLS connection mid-read is a warning
+    naming the error; any other report reaches the loop's default handler, traceback and all."""
+    import asyncio
+
+    from structlog.testing import capture_logs
+
+    loop = asyncio.new_event_loop()
+    try:
+        logs.quiet_transport_errors(loop)
+        with capture_logs() as captured:
+            loop.call_exception_handler(
+                {
+                    "message": "Fatal error on SSL protocol",
+                    "exception": RuntimeError("unable to perform operation; handler is closed"),
+                    "protocol": object(),
+                    "transport": object(),
+                }
+            )
+        assert captured == [
+            {
+                "event": "connection failed",
+                "log_level": "warning",
+                "message": "Fatal error on SSL protocol",
+                "error": "RuntimeError('unable to perform operation; handler is closed')",
+            }
+        ]
+        with capture_logs() as captured:
+            loop.call_exception_handler(
+                {"message": "Task exception was never retrieved", "exception": KeyError("x")}
+            )
+        assert captured == []
+        assert "Task exception was never retrieved" in caplog.text
+        assert "KeyError" in caplog.text
+    finally:
+        loop.close()

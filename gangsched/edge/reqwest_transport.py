@@ -1,0 +1,152 @@
+"""Unary requests to the API server on pyreqwest (Rust's reqwest and hyper) instead of aiohttp.
+
+Why: a scheduler's requests are mostly binds, small and many, and aiohttp's per-request work
+in Python (request and response objects, header multidicts, its stream protocol over
+asyncio's TLS) cost 0.43-0.60 ms of CPU a bind; on pyreqwest a bind costs 0.18-0.29 ms, the
+HTTP and TLS work done in Rust (bare binds against a local API server, 2,000 per run,
+bench/README.md). On two cores shared with the API server, what the client spends is
+taken from the server.
+
+Over HTTP/2, as client-go speaks to the API server: one TLS connection carries every request
+in flight, so a burst of binds waits for no handshakes (`Kube.warm`).
+
+kubernetes-asyncio still loads the configuration (kubeconfig, in-cluster, exec plugins,
+token refresh) and serves the watches, whose streams aiohttp reads line by line. Where the
+configuration asks for what this transport does not do (`unsupported`), every request stays
+on aiohttp, as it was.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pyreqwest.client import Client, ClientBuilder
+
+#: Each certificate of a PEM bundle: a cluster's CA file holds two during a CA rotation, and
+#: a root certificate is added one at a time.
+_PEM_CERTIFICATE = re.compile(
+    rb"-----BEGIN CERTIFICATE-----\s.+?\s-----END CERTIFICATE-----", re.DOTALL
+)
+#: How long an idle connection stays open: the API server closes idle ones after 90 s.
+IDLE_S = 60.0
+#: With every request on one HTTP/2 connection, a connection that died silently (a node or
+#: network failure, no FIN) would hold every request in flight until its own timeout. As
+#: client-go does (its HTTP/2 health check: ReadIdleTimeout 30 s, PingTimeout 15 s), a
+#: connection quiet for PING_AFTER_S is pinged, and closed if no answer comes in PING_TIMEOUT_S.
+PING_AFTER_S = 30.0
+PING_TIMEOUT_S = 15.0
+
+
+#: `aiohttp` keeps every request on kubernetes-asyncio's aiohttp session; `h1` sends unary
+#: requests on pyreqwest over HTTP/1.1 only; unset (or `h2`), over HTTP/2 where the server
+#: offers it. An escape hatch, and the switch benchmarks compare the transports with.
+TRANSPORT_ENV = "GANGSCHED_HTTP_TRANSPORT"
+TRANSPORTS = ("h2", "h1", "aiohttp")
+
+
+def setting() -> str:
+    """TRANSPORT_ENV's value; ValueError, naming the variable, for one it does not know."""
+    value = os.environ.get(TRANSPORT_ENV) or "h2"
+    if value not in TRANSPORTS:
+        raise ValueError(f"{TRANSPORT_ENV}={value!r}: expected one of {', '.join(TRANSPORTS)}")
+    return value
+
+
+def unsupported(configuration: Any) -> str | None:
+    """Why this configuration must stay on aiohttp, or None: a TLS server name other than the
+    host's, relaxed X.509 checks and basic auth have no equivalent here, and a proxy is left
+    to the client that honours its headers."""
+    if getattr(configuration, "tls_server_name", None):
+        return "tls-server-name"
+    if getattr(configuration, "disable_strict_ssl_verification", False):
+        return "relaxed X.509 verification"
+    if configuration.proxy or configuration.proxy_headers:
+        return "proxy"
+    if configuration.username or configuration.password:
+        return "basic auth"
+    return None
+
+
+def root_certificates(bundle: bytes) -> list[bytes]:
+    """Every certificate of a PEM bundle, each on its own."""
+    return _PEM_CERTIFICATE.findall(bundle)
+
+
+@contextmanager
+def _trusting_only(ca_file: str | None) -> Iterator[None]:
+    """While the client is built, the system's trust store is the configuration's CA file.
+
+    pyreqwest adds root certificates to the system's, with no way to leave those out, where a
+    kubeconfig's CA replaces them (client-go; aiohttp's context from `cafile`): any public CA
+    would then vouch for the API server. Its verifier reads the system's roots once, when the
+    client is built, through rustls-native-certs, which takes SSL_CERT_FILE and SSL_CERT_DIR,
+    when either is set, instead of the platform's store (its documented override). Both are
+    put back as they were once the client is built."""
+    if not ca_file:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+    os.environ["SSL_CERT_FILE"] = ca_file
+    os.environ.pop("SSL_CERT_DIR", None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def build_client(
+    configuration: Any, *, default_headers: Mapping[str, str], connections: int, http2: bool
+) -> Client:
+    """A client with the configuration's trust and identity: its CA file alone (else the
+    system's roots), its client certificate, or no verification where the kubeconfig says so."""
+    with _trusting_only(configuration.ssl_ca_cert):
+        return _build(
+            configuration, default_headers=default_headers, connections=connections, http2=http2
+        )
+
+
+def _build(
+    configuration: Any, *, default_headers: Mapping[str, str], connections: int, http2: bool
+) -> Client:
+    builder = (
+        ClientBuilder()
+        .default_headers(dict(default_headers))
+        .gzip(False)
+        .follow_redirects(False)
+        .pool_idle_timeout(datetime.timedelta(seconds=IDLE_S))
+        .max_connections(connections)
+        .tcp_nodelay(True)
+    )
+    # HTTP/2 is offered in TLS's ALPN, and HTTP/1.1 beside it for a server or load balancer
+    # that does not speak it.
+    # A plain-HTTP server (`kubectl proxy`) is spoken to in HTTP/1.1.
+    if http2:
+        builder = (
+            builder.http2(True)
+            .http2_keep_alive_interval(datetime.timedelta(seconds=PING_AFTER_S))
+            .http2_keep_alive_timeout(datetime.timedelta(seconds=PING_TIMEOUT_S))
+        )
+    else:
+        builder = builder.http1_only()
+    if configuration.ssl_ca_cert:
+        for certificate in root_certificates(Path(configuration.ssl_ca_cert).read_bytes()):
+            builder = builder.add_root_certificate_pem(certificate)
+    if configuration.cert_file and configuration.key_file:
+        builder = builder.identity_pem(
+            Path(configuration.cert_file).read_bytes()
+            + b"\n"
+            + Path(configuration.key_file).read_bytes()
+        )
+    if not configuration.verify_ssl:
+        builder = builder.danger_accept_invalid_certs(True)
+    return builder.build()
