@@ -815,6 +815,12 @@ OTHER: dict[str, str] = {
         "uvloop, bindConcurrency 256, load 2.3-7.5, ceiling 380 pods/s): gangsched 214.1 / "
         "200.1 pods/s, Coscheduling 59.9 / 88.5, first bind 1.95 / 1.72 s against 1.97 / 1.79 s"
     ),
+    "compare-issue30-precreate-s20.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 20 (83c4833, "
+        "requests on pyreqwest over HTTP/2, every thread of the benchmark's processes at nice "
+        "-10, load 3.1-6.1, ceiling 452 pods/s): gangsched 177.3 / 192.2 pods/s, Coscheduling "
+        "80.1 / 129.8, first bind 2.23 / 2.17 s against 1.48 / 1.01 s"
+    ),
     "queue.json": (
         "the gang queue draining a burst, half of it left unschedulable (python -m "
         "bench.queue_bench): 4.3-8.3 us of CPU per gang at 1,000-20,000 gangs, against 934 and "
