@@ -1,11 +1,11 @@
 """Unary requests to the API server on pyreqwest (Rust's reqwest and hyper) instead of aiohttp.
 
 Why: a scheduler's requests are mostly binds, small and many, and aiohttp's per-request work
-in Python (request and response objects, header multidicts, its stream protocol over
-asyncio's TLS) cost 0.43-0.60 ms of CPU a bind; on pyreqwest a bind costs 0.18-0.29 ms, the
-HTTP and TLS work done in Rust (bare binds against a local API server, 2,000 per run,
-bench/README.md). On two cores shared with the API server, what the client spends is
-taken from the server.
+in Python (request and response objects, header multidicts, its stream protocol over the
+event loop's TLS) cost 0.43-0.64 ms of CPU a bind; on pyreqwest a bind costs 0.18-0.22 ms over
+HTTP/2 (0.23-0.29 over HTTP/1.1), the HTTP and TLS work done in Rust (bare binds against the
+bench's API server, 2,000 a run, bench/README.md). On two cores shared with the API server,
+what the client spends is taken from the server.
 
 Over HTTP/2, as client-go speaks to the API server: one TLS connection carries every request
 in flight, so a burst of binds waits for no handshakes (`Kube.warm`).
