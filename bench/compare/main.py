@@ -249,6 +249,8 @@ def main() -> None:
     if args.render:
         render(args)
         return
+    if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
+        parser.error("--profile needs py-spy beside this Python: pip install -e '.[bench]'")
     asyncio.run(main_async(args))
 
 
