@@ -20,6 +20,7 @@ from bench.compare.measure import load_average
 from bench.compare.plot import plot
 from bench.compare.report import markdown, summarize
 from bench.compare.runs import Options, run_ceiling, run_one
+from bench.compare.schedulers import PY_SPY
 from bench.compare.topology_run import run_topology
 from bench.compare.workloads import LIST_FLOOR, SCHEDULERS, SIZES
 from bench.harness import (
@@ -249,7 +250,7 @@ def main() -> None:
     if args.render:
         render(args)
         return
-    if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
+    if args.profile and not PY_SPY.exists():
         parser.error("--profile needs py-spy beside this Python: pip install -e '.[bench]'")
     asyncio.run(main_async(args))
 

@@ -339,6 +339,10 @@ def requests_by_verb(text: str, *, gangsched: bool) -> dict[str, float]:
     return dict(by)
 
 
+#: The profiler `--profile` runs: the one the `bench` extra installs beside this Python.
+PY_SPY = Path(sys.executable).parent / "py-spy"
+
+
 class PySpy:
     """`py-spy record` on gangsched for the length of a run, or its first seconds (--profile
     DIR, --profile-seconds): raw collapsed stacks, or a flame graph SVG (--profile-format
@@ -347,7 +351,7 @@ class PySpy:
     def __init__(
         self, pid: int, out: Path, fmt: str = "raw", *, seconds: float | None = None
     ) -> None:
-        spy = Path(sys.executable).parent / "py-spy"
+        spy = PY_SPY
         # py-spy takes whole seconds.
         duration = [] if seconds is None else ["--duration", str(max(1, round(seconds)))]
         self.process = subprocess.Popen(

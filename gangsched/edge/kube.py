@@ -12,7 +12,6 @@ counted per verb so benchmarks can report API requests per bound pod.
 from __future__ import annotations
 
 import asyncio.sslproto
-import datetime
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -26,7 +25,6 @@ import structlog
 from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client, config
 from pyreqwest.client import Client as FastClient
-from pyreqwest.exceptions import PyreqwestError
 from yarl import URL
 
 from gangsched.edge import reqwest_transport
@@ -184,14 +182,11 @@ class Kube:
         standard library's encoder, and the header and query conversions, were a quarter of
         the CPU a bind took (py-spy of a precreated run, issue 30). The body is encoded with
         orjson; the URL is built as the client builds it."""
-        self.requests[method] += 1
-        if self.on_request is not None:
-            self.on_request(method)
         api = self.api
-        configuration = api.configuration
         headers = {**_default_headers(api), "Content-Type": content_type}
-        if "BearerToken" in configuration.api_key:
-            headers["authorization"] = await configuration.get_api_key_with_prefix("BearerToken")
+        token = await self._count_and_authorize(method)
+        if token is not None:
+            headers["authorization"] = token
         url = self._url(path, query)
         rest = api.rest_client
         options: dict[str, Any] = {}
@@ -209,12 +204,23 @@ class Kube:
             method,
             url,
             headers=headers,
-            # Bytes go as they are: a body whose encoding matters (claim_writebacks).
-            data=body if body is None or isinstance(body, bytes) else orjson.dumps(body),
+            data=None if body is None else _encoded(body),
             timeout=timeout,
             **options,
         )
         return response
+
+    async def _count_and_authorize(self, method: str) -> str | None:
+        """Count one request (per verb, and `on_request`) and give its bearer token, read
+        through the configuration's refresh hook, or None without one: both transports."""
+        self.requests[method] += 1
+        if self.on_request is not None:
+            self.on_request(method)
+        configuration = self.api.configuration
+        if "BearerToken" not in configuration.api_key:
+            return None
+        token: str = await configuration.get_api_key_with_prefix("BearerToken")
+        return token
 
     def _url(self, path: str, query: Mapping[str, Any] | None) -> URL:
         """The request's URL from parts already encoded (names are DNS labels, the query is
@@ -266,60 +272,26 @@ class Kube:
     ) -> bytes:
         """The body of a successful answer, undecoded (KubeError otherwise)."""
         if self.fast is not None:
-            return await self._request_fast(
+            token = await self._count_and_authorize(method)
+            status, raw = await reqwest_transport.send(
                 self.fast,
                 method,
-                path,
-                query=query,
-                body=body,
+                str(self._url(path, query)),
+                token=token,
+                body=None if body is None else _encoded(body),
                 content_type=content_type,
                 timeout=timeout,
             )
+            if not 200 <= status < 300:
+                raise self._failed(method, path, query, _error(status, raw))
+            return raw
         response = await self._send(
             method, path, query=query, body=body, content_type=content_type, timeout=timeout
         )
         async with response:
-            raw: bytes = await response.read()
+            raw = await response.read()
             if not 200 <= response.status < 300:
                 raise self._failed(method, path, query, _error(response.status, raw))
-        return raw
-
-    async def _request_fast(
-        self,
-        fast: FastClient,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None,
-        body: Any,
-        content_type: str,
-        timeout: float | None,
-    ) -> bytes:
-        """`request_raw` on pyreqwest. Its failures to reach the server are raised as
-        ConnectionError (an OSError, as aiohttp's are), its timeouts as TimeoutError."""
-        self.requests[method] += 1
-        if self.on_request is not None:
-            self.on_request(method)
-        configuration = self.api.configuration
-        request = fast.request(method, str(self._url(path, query))).header(
-            "Content-Type", content_type
-        )
-        if "BearerToken" in configuration.api_key:
-            token = await configuration.get_api_key_with_prefix("BearerToken")
-            request = request.header("authorization", token, is_sensitive=True)
-        if body is not None:
-            request = request.body_bytes(body if isinstance(body, bytes) else orjson.dumps(body))
-        if timeout is not None:
-            request = request.timeout(datetime.timedelta(seconds=timeout))
-        try:
-            response = await request.build().send()
-            raw = (await response.bytes()).to_bytes()
-        except TimeoutError:
-            raise
-        except PyreqwestError as exc:
-            raise ConnectionError(f"{method} {path}: {exc}") from exc
-        if not 200 <= response.status < 300:
-            raise self._failed(method, path, query, _error(response.status, raw))
         return raw
 
     async def get(
@@ -392,6 +364,12 @@ class Kube:
                     message=error.message,
                 )
         return error
+
+
+def _encoded(body: Any) -> bytes:
+    """A request body: JSON by orjson, bytes as they are (a body whose encoding matters,
+    claim_writebacks)."""
+    return body if isinstance(body, bytes) else orjson.dumps(body)
 
 
 def _default_headers(api: client.ApiClient) -> dict[str, str]:

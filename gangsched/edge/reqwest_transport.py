@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pyreqwest.client import Client, ClientBuilder
+from pyreqwest.exceptions import PyreqwestError
 
 #: Each certificate of a PEM bundle: a cluster's CA file holds two during a CA rotation, and
 #: a root certificate is added one at a time.
@@ -127,9 +128,8 @@ def _build(
         .max_connections(connections)
         .tcp_nodelay(True)
     )
-    # HTTP/2 is offered in TLS's ALPN, and HTTP/1.1 beside it for a server or load balancer
-    # that does not speak it.
-    # A plain-HTTP server (`kubectl proxy`) is spoken to in HTTP/1.1.
+    # HTTP/2 is offered in TLS's ALPN, with HTTP/1.1 beside it for a server or load balancer
+    # that does not speak it; a plain-HTTP server (`kubectl proxy`) is spoken to in HTTP/1.1.
     if http2:
         builder = (
             builder.http2(True)
@@ -150,3 +150,31 @@ def _build(
     if not configuration.verify_ssl:
         builder = builder.danger_accept_invalid_certs(True)
     return builder.build()
+
+
+async def send(
+    client: Client,
+    method: str,
+    url: str,
+    *,
+    token: str | None,
+    body: bytes | None,
+    content_type: str,
+    timeout: float | None,
+) -> tuple[int, bytes]:
+    """One request: its status and body. Failures to reach the server are raised as
+    ConnectionError (an OSError, as aiohttp's are), timeouts as TimeoutError."""
+    request = client.request(method, url).header("Content-Type", content_type)
+    if token is not None:
+        request = request.header("authorization", token, is_sensitive=True)
+    if body is not None:
+        request = request.body_bytes(body)
+    if timeout is not None:
+        request = request.timeout(datetime.timedelta(seconds=timeout))
+    try:
+        response = await request.build().send()
+        return response.status, (await response.bytes()).to_bytes()
+    except TimeoutError:
+        raise
+    except PyreqwestError as exc:
+        raise ConnectionError(f"{method} {url}: {exc}") from exc
