@@ -74,9 +74,11 @@ def prepare_launch(env: Env, scheduler: str, run_dir: Path) -> Launch:
             env, kubeconfig, sa_token(env, "gangsched-system", "gangsched"), "gangsched"
         )
         # Tuned as the Go peers are below (client QPS and burst 5000, every bind its own
-        # goroutine on one HTTP/2 connection): 256 binds in flight, on as many HTTP/1.1
-        # connections. Against 64, side by side on uvloop (issue 30), precreated (b) bound
-        # 181 / 214 / 224 / 236 pods/s against 171 / 174 / 175 / 224.
+        # goroutine, a new HTTP/2 connection whenever one carries the 100 streams the API
+        # server allows): 256 binds in flight, on as many HTTP/2 streams (three connections,
+        # gangsched.edge.reqwest_transport.Lanes). Against 64, side by side on uvloop and
+        # HTTP/1.1 (issue 30), precreated (b) bound 181 / 214 / 224 / 236 pods/s against 171 /
+        # 174 / 175 / 224.
         settings = gangsched_process.listen_config(
             bindConcurrency=256, leaderElection={"enabled": False}
         )

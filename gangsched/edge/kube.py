@@ -12,6 +12,7 @@ counted per verb so benchmarks can report API requests per bound pod.
 from __future__ import annotations
 
 import asyncio.sslproto
+import math
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -24,10 +25,10 @@ import orjson
 import structlog
 from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client, config
-from pyreqwest.client import Client as FastClient
 from yarl import URL
 
 from gangsched.edge import reqwest_transport
+from gangsched.edge.reqwest_transport import STREAMS_PER_CONNECTION
 
 log = structlog.get_logger("gangsched.kube")
 
@@ -82,10 +83,10 @@ class Kube:
     _forbidden_logged: dict[tuple[str, str], float] = field(default_factory=dict)
     #: The API server's URL, parsed once (`_url`).
     _base: URL | None = field(default=None, init=False, repr=False)
-    #: The client unary requests go out on (edge/reqwest_transport.py); None keeps them on
+    #: The clients unary requests go out on (edge/reqwest_transport.py); None keeps them on
     #: kubernetes-asyncio's aiohttp session, as watches always are.
-    fast: FastClient | None = None
-    #: Whether `fast` speaks HTTP/2 (one connection for every request in flight).
+    fast: reqwest_transport.Lanes | None = None
+    #: Whether `fast` speaks HTTP/2 (a connection carries many requests in flight).
     http2: bool = False
 
     @classmethod
@@ -123,10 +124,10 @@ class Kube:
         reason = "asked" if transport == "aiohttp" else reqwest_transport.unsupported(configuration)
         if reason is None:
             kube.http2 = transport != "h1" and str(configuration.host).startswith("https://")
-            kube.fast = reqwest_transport.build_client(
+            kube.fast = reqwest_transport.build_lanes(
                 configuration,
                 default_headers=_default_headers(api),
-                connections=configuration.connection_pool_maxsize,
+                in_flight=configuration.connection_pool_maxsize,
                 http2=kube.http2,
             )
         else:
@@ -138,26 +139,26 @@ class Kube:
             await self.fast.close()
         await self.api.close()
 
-    async def warm(self, *, connections: int) -> None:
-        """Open `connections` connections now, for a burst of writes to come.
+    async def warm(self, *, in_flight: int) -> None:
+        """Open now the connections a burst of `in_flight` writes will need.
 
         Over HTTP/1.1 each request in flight needs a connection of its own, and each new one
         a TLS handshake, which costs the API server most (an RSA signature each): the first
         gangs' binds, bindConcurrency at once, went out only after as many handshakes (0.30 s
         between the first decision and its first bind answered, 1,600 pods waiting, issue 30).
-        client-go multiplexes its requests on one HTTP/2 connection and pays this once. Opened
-        while the informers list, the handshakes are done when the binds start; the
+        Opened while the informers list, the handshakes are done when the binds start; the
         connections then wait in the pool (KEEPALIVE_S). Only as many as the first binds need
-        (WARM_CONNECTIONS): the handshakes compete with the lists for the CPU. `GET /version`
-        is the cheapest request every identity may send (system:public-info-viewer). Over
-        HTTP/2 (`fast`) one connection carries them all: one request opens it."""
+        (WARM_CONNECTIONS): the handshakes compete with the lists for the CPU. Over HTTP/2 a
+        connection carries STREAMS_PER_CONNECTION of them, so one request opens each lane the
+        burst fills (reqwest_transport.Lanes). `GET /version` is the cheapest request every
+        identity may send (system:public-info-viewer)."""
         started = time.perf_counter()
-        if self.http2:
-            connections = 1  # every request in flight shares it
-        answers = await asyncio.gather(
-            *(self.request_raw("GET", "/version") for _ in range(connections)),
-            return_exceptions=True,
-        )
+        if self.http2 and self.fast is not None:
+            lanes = min(len(self.fast.clients), math.ceil(in_flight / STREAMS_PER_CONNECTION))
+            opening = [self._version(lane=lane) for lane in range(max(lanes, 1))]
+        else:
+            opening = [self._version() for _ in range(min(WARM_CONNECTIONS, in_flight))]
+        answers = await asyncio.gather(*opening, return_exceptions=True)
         failed = [answer for answer in answers if isinstance(answer, Exception)]
         log.info(
             "connections opened",
@@ -165,6 +166,11 @@ class Kube:
             seconds=round(time.perf_counter() - started, 3),
             error=str(failed[0]) if failed else None,
         )
+
+    async def _version(self, *, lane: int | None = None) -> bytes:
+        if lane is None or self.fast is None:
+            return await self.request_raw("GET", "/version")
+        return await self._fast_raw(self.fast, "GET", "/version", lane=lane)
 
     async def _send(
         self,
@@ -272,19 +278,15 @@ class Kube:
     ) -> bytes:
         """The body of a successful answer, undecoded (KubeError otherwise)."""
         if self.fast is not None:
-            token = await self._count_and_authorize(method)
-            status, raw = await reqwest_transport.send(
+            return await self._fast_raw(
                 self.fast,
                 method,
-                str(self._url(path, query)),
-                token=token,
-                body=None if body is None else _encoded(body),
+                path,
+                query=query,
+                body=body,
                 content_type=content_type,
                 timeout=timeout,
             )
-            if not 200 <= status < 300:
-                raise self._failed(method, path, query, _error(status, raw))
-            return raw
         response = await self._send(
             method, path, query=query, body=body, content_type=content_type, timeout=timeout
         )
@@ -292,6 +294,32 @@ class Kube:
             raw = await response.read()
             if not 200 <= response.status < 300:
                 raise self._failed(method, path, query, _error(response.status, raw))
+        return raw
+
+    async def _fast_raw(
+        self,
+        fast: reqwest_transport.Lanes,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = 30.0,
+        lane: int | None = None,
+    ) -> bytes:
+        token = await self._count_and_authorize(method)
+        status, raw = await fast.send(
+            method,
+            str(self._url(path, query)),
+            token=token,
+            body=None if body is None else _encoded(body),
+            content_type=content_type,
+            timeout=timeout,
+            lane=lane,
+        )
+        if not 200 <= status < 300:
+            raise self._failed(method, path, query, _error(status, raw))
         return raw
 
     async def get(

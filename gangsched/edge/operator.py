@@ -37,7 +37,7 @@ from gangsched.edge.dra_cache import DraCache
 from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.events import EventRecorder, ObjectRef
 from gangsched.edge.gang_protection import GangProtection
-from gangsched.edge.kube import WARM_CONNECTIONS, Kube
+from gangsched.edge.kube import Kube
 from gangsched.edge.metrics import Metrics
 from gangsched.edge.podgroup_status import PodGroupStatusWriter
 from gangsched.edge.volume_cache import VolumeCache
@@ -208,8 +208,8 @@ class Operator:
         self._tasks.add(asyncio.create_task(self._pin_domains(), name="domain-pinning"))
 
     def _warm_connections(self) -> None:
-        """Connections for the first binds, opened while the caches fill (WARM_CONNECTIONS)."""
-        warm = self.kube.warm(connections=min(WARM_CONNECTIONS, self.config.bindConcurrency))
+        """Connections for the first binds, opened while the caches fill (`Kube.warm`)."""
+        warm = self.kube.warm(in_flight=self.config.bindConcurrency)
         task = asyncio.create_task(warm, name="warm-connections")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -7,8 +7,10 @@ HTTP/2 (0.23-0.29 over HTTP/1.1), the HTTP and TLS work done in Rust (bare binds
 bench's API server, 2,000 a run, bench/README.md). On two cores shared with the API server,
 what the client spends is taken from the server.
 
-Over HTTP/2, as client-go speaks to the API server: one TLS connection carries every request
-in flight, so a burst of binds waits for no handshakes (`Kube.warm`).
+Over HTTP/2, as client-go speaks to the API server: a TLS connection carries many requests at
+once, so a burst of binds waits for no handshakes (`Kube.warm`). Not every request, though: the
+API server lets a connection carry STREAMS_PER_CONNECTION at a time, and hyper queues the rest
+behind them where Go's transport opens another connection. `Lanes` does what Go does.
 
 kubernetes-asyncio still loads the configuration (kubeconfig, in-cluster, exec plugins,
 token refresh) and serves the watches, whose streams aiohttp reads line by line. Where the
@@ -19,6 +21,7 @@ on aiohttp, as it was.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -42,6 +45,11 @@ IDLE_S = 60.0
 #: connection quiet for PING_AFTER_S is pinged, and closed if no answer comes in PING_TIMEOUT_S.
 PING_AFTER_S = 30.0
 PING_TIMEOUT_S = 15.0
+#: The requests one HTTP/2 connection may carry at once: the SETTINGS_MAX_CONCURRENT_STREAMS
+#: k8s.io/apiserver announces unless --http2-max-streams-per-connection says otherwise. On one
+#: connection, gangsched's 256 binds in flight (the benchmarks') were 100 on the wire and 156
+#: queued in hyper.
+STREAMS_PER_CONNECTION = 100
 
 
 #: `aiohttp` keeps every request on kubernetes-asyncio's aiohttp session; `h1` sends unary
@@ -103,6 +111,76 @@ def _trusting_only(ca_file: str | None) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+class Lanes:
+    """Clients of one configuration, each with a connection of its own, enough for `in_flight`
+    requests at once over HTTP/2 (one over HTTP/1.1, whose pool opens a connection for each
+    request in flight anyway).
+
+    A request goes on the first lane with a stream free, else on the least busy: as Go's
+    HTTP/2 transport (client-go's), a second connection opens only once the first carries all
+    the streams the server allows, so a quiet scheduler holds one. A lane connects at its first
+    request (pyreqwest's pool), and keeps its connection while requests come (IDLE_S)."""
+
+    def __init__(self, clients: list[Client]) -> None:
+        self.clients = clients
+        self.in_flight = [0] * len(clients)
+
+    def pick(self) -> int:
+        """The lane the next request goes on."""
+        busy = self.in_flight
+        for lane, count in enumerate(busy):
+            if count < STREAMS_PER_CONNECTION:
+                return lane
+        return busy.index(min(busy))
+
+    async def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        token: str | None,
+        body: bytes | None,
+        content_type: str,
+        timeout: float | None,
+        lane: int | None = None,
+    ) -> tuple[int, bytes]:
+        """`send` on `lane`, else on the one `pick` chooses."""
+        if lane is None:
+            lane = self.pick()
+        self.in_flight[lane] += 1
+        try:
+            return await send(
+                self.clients[lane],
+                method,
+                url,
+                token=token,
+                body=body,
+                content_type=content_type,
+                timeout=timeout,
+            )
+        finally:
+            self.in_flight[lane] -= 1
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.close()
+
+
+def build_lanes(
+    configuration: Any, *, default_headers: Mapping[str, str], in_flight: int, http2: bool
+) -> Lanes:
+    """As many clients as `in_flight` requests at once need (`Lanes`)."""
+    count = math.ceil(in_flight / STREAMS_PER_CONNECTION) if http2 else 1
+    return Lanes(
+        [
+            build_client(
+                configuration, default_headers=default_headers, connections=in_flight, http2=http2
+            )
+            for _ in range(max(count, 1))
+        ]
+    )
 
 
 def build_client(

@@ -203,7 +203,7 @@ async def test_warm_connections_are_the_ones_a_burst_then_uses(tmp_path: Path) -
             # aiohttp would close an idle connection after 15 s (the attribute must still exist).
             connector = kube.api.rest_client.pool_manager.connector
             assert connector._keepalive_timeout == KEEPALIVE_S  # type: ignore[union-attr]
-            await kube.warm(connections=4)
+            await kube.warm(in_flight=4)
             assert kube.requests["GET"] == 4
             body = {"kind": "Binding", "target": {"name": "n-1"}}
             await asyncio.wait_for(

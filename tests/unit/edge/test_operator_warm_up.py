@@ -10,7 +10,6 @@ import asyncio
 import pytest
 
 from gangsched.config import Config
-from gangsched.edge.kube import WARM_CONNECTIONS
 from gangsched.edge.operator import Operator
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -24,8 +23,8 @@ class WarmingKube:
         self.warmed: list[int] = []
         self.answered = asyncio.Event()
 
-    async def warm(self, *, connections: int) -> None:
-        self.warmed.append(connections)
+    async def warm(self, *, in_flight: int) -> None:
+        self.warmed.append(in_flight)
         await self.answered.wait()
 
 
@@ -57,17 +56,3 @@ async def test_a_warm_up_still_running_is_cancelled_at_stop() -> None:
     await operator.stop()
     assert warming.cancelled()
     assert not operator._tasks, operator._tasks
-
-
-async def test_a_warm_up_opens_the_first_binds_connections_not_every_bind_slot() -> None:
-    """Each connection is a TLS handshake competing with the lists for the CPU: the rest open
-    as binds need them."""
-    for concurrency, expected in ((64, WARM_CONNECTIONS), (4, 4)):
-        kube = WarmingKube()
-        kube.answered.set()
-        config = Config(bindConcurrency=concurrency)
-        operator = Operator(config=config, kube=kube, may_write=lambda: False)  # type: ignore[arg-type]
-        operator.on_leadership(True)
-        await asyncio.gather(*operator._tasks)
-        assert kube.warmed == [expected]
-    assert WARM_CONNECTIONS < 64
