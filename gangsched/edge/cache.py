@@ -81,6 +81,11 @@ class ClusterCache:
     #: Called with the ref of a deleted PodGroup or CompositePodGroup: what others keep per
     #: group goes with it (a scheduler running for months sees every Job's group come and go).
     on_group_deleted: Callable[[GroupRef], None] | None = None
+    #: Whether a relist queues the pending gangs. `gangsched run` starts without (the lists
+    #: of its start would walk every pending pod once per list, a twentieth of the CPU before
+    #: its first bind, issue 30) and queues them all once, when its caches have synced
+    #: (`start_queueing`).
+    queueing: bool = True
     #: Whether the log already said that Volcano queues are ignored (said once per process).
     _volcano_queue_noted: bool = False
     _fingerprints: dict[str, PodFingerprint] = field(default_factory=dict)
@@ -104,6 +109,17 @@ class ClusterCache:
     def changed(self) -> None:
         self.scheduler.queue.cluster_changed(self.clock())
         self.wake()
+
+    def requeue_pending(self) -> None:
+        """Every gang with pending pods queued (and the waiting ones woken: a relist may have
+        brought their members or PodGroups), unless queueing has not started."""
+        if self.queueing:
+            self.scheduler.enqueue_pending(self.clock())
+            self.scheduler.queue.wake_waiting()
+
+    def start_queueing(self) -> None:
+        self.queueing = True
+        self.scheduler.enqueue_pending(self.clock())
 
     def wake(self) -> None:
         """Wake the scheduling loop now, not at its next tick (up to a second away)."""
@@ -152,8 +168,7 @@ class ClusterCache:
             for key in [k for k in self.cluster.pods if k not in seen]:
                 self._forget_pod(key)
             self.policy.refresh_budgets()
-            self.scheduler.enqueue_pending(self.clock())
-            self.scheduler.queue.wake_waiting()  # a relist may have brought their members
+            self.requeue_pending()
             self.changed()
 
         return Relist(add, done)
@@ -368,8 +383,7 @@ class ClusterCache:
             r for r in self.cluster.groups if r.dialect.value == dialect_prefix and r not in seen
         ]:
             self.cluster.delete_group(ref)
-        self.scheduler.enqueue_pending(self.clock())
-        self.scheduler.queue.wake_waiting()  # their PodGroups may have come or gone
+        self.requeue_pending()
         self.changed()
 
     def read_group(self, obj: JSON) -> GroupRef | None:

@@ -32,13 +32,10 @@ class CompositeCache:
         return Handler(self._replace, self._upsert, self._delete)
 
     def _requeue(self, ref: GroupRef | None = None) -> None:
-        scheduler = self.cache.scheduler
-        now = self.cache.clock()
-        scheduler.enqueue_pending(now)
+        self.cache.requeue_pending()
         if ref is not None:
             root = self.cache.cluster.tree_root(ref)
-            scheduler.queue.activate(root if isinstance(root, GroupRef) else ref)
-        scheduler.queue.wake_waiting()
+            self.cache.scheduler.queue.activate(root if isinstance(root, GroupRef) else ref)
         self.cache.changed()
 
     def _replace(self, objects: list[JSON]) -> None:

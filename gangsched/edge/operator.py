@@ -92,7 +92,7 @@ class Operator:
             preemptor = TimedPreemptor(preemptor, self.metrics)
         self.scheduler = Scheduler(cluster, self.config.scheduler_config(), preemptor=preemptor)
         self.wake = asyncio.Event()
-        self.cache = ClusterCache(self.scheduler, on_change=self.wake.set)
+        self.cache = ClusterCache(self.scheduler, on_change=self.wake.set, queueing=False)
         self.events = EventRecorder(self.kube, instance=self.identity)
         self.actuator = Actuator(
             kube=self.kube,
@@ -263,7 +263,7 @@ class Operator:
             # The process's CPU so far: what start-up cost it, waits for the API server aside.
             cpu_seconds=round(time.process_time(), 3),
         )
-        self.scheduler.enqueue_pending(time.monotonic())
+        self.cache.start_queueing()
         try:
             await self._schedule_loop()
         except Exception:

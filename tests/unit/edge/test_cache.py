@@ -35,6 +35,24 @@ def test_relist_builds_state_and_queues_pending_gangs() -> None:
     assert len(report.bound) == 2
 
 
+def test_the_start_lists_queue_nothing_until_queueing_starts_then_every_pending_gang() -> None:
+    """`gangsched run`'s cache starts without queueing: its lists walk no pending pod, and
+    the gangs they brought are queued once, at the sync; a relist after it queues again."""
+    scheduler = Scheduler(ClusterState(scheduler_name="gangsched"))
+    cache = ClusterCache(scheduler, clock=lambda: 0.0, queueing=False)
+    cache.nodes().replace([raw_node("n1"), raw_node("n2")])
+    cache.pods().replace([raw_pod("g-0", group="g"), raw_pod("g-1", group="g")])
+    cache.pod_groups().replace([raw_pod_group("g", 2)])
+    assert len(scheduler.queue) == 0
+    cache.start_queueing()
+    assert len(scheduler.queue) == 1
+    report = scheduler.step(0.0)
+    assert report is not None and report.result == SCHEDULED
+    cache.pods().replace([raw_pod("h-0", group="h"), raw_pod("h-1", group="h")])
+    cache.pod_groups().replace([raw_pod_group("h", 2)])
+    assert len(scheduler.queue) == 1
+
+
 def test_relist_forgets_pods_deleted_while_disconnected() -> None:
     cache, scheduler = make()
     cache.nodes().replace([raw_node("n1")])
