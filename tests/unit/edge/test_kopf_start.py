@@ -1,5 +1,6 @@
 """kopf starts once the caches have synced and the first binds have settled (no write in
-flight at two looks in a row), or after KOPF_AFTER_S whatever happens (issue 30)."""
+flight and no gang queued for its turn, at two looks in a row), or after KOPF_AFTER_S whatever
+happens (issue 30)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from gangsched.core.model import Dialect, GroupRef
+from gangsched.core.queue import SchedulingQueue
 from gangsched.edge import app
 
 
@@ -17,9 +20,15 @@ class FakeActuator:
 
 
 @dataclass
+class FakeScheduler:
+    queue: SchedulingQueue = field(default_factory=SchedulingQueue)
+
+
+@dataclass
 class FakeOperator:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     actuator: FakeActuator = field(default_factory=FakeActuator)
+    scheduler: FakeScheduler = field(default_factory=FakeScheduler)
 
 
 async def test_kopf_waits_for_the_sync_then_for_the_binds_to_settle(
@@ -34,6 +43,25 @@ async def test_kopf_waits_for_the_sync_then_for_the_binds_to_settle(
     await asyncio.sleep(0.1)
     assert not waiting.done()  # binds in flight
     operator.actuator.in_flight = 0
+    await asyncio.wait_for(waiting, timeout=5)
+
+
+async def test_kopf_waits_while_gangs_are_queued_even_with_no_bind_in_flight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A large gang's cycle can outlast the binds before it: between them nothing is in
+    flight, and the gangs still queued are what tells the start-up is not over."""
+    monkeypatch.setattr(app, "SETTLED_POLL_S", 0.01)
+    operator = FakeOperator()
+    operator.synced.set()
+    queue = operator.scheduler.queue
+    ref = GroupRef(Dialect.SIGS, "default", "big")
+    queue.add(ref, priority=0, created=0.0)
+    waiting = asyncio.create_task(app._until_settled({"operator": operator}, asyncio.Event()))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()  # queued, though nothing is in flight
+    assert queue.pop(0.0) == ref
+    queue.done(ref)
     await asyncio.wait_for(waiting, timeout=5)
 
 
