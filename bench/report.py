@@ -815,6 +815,22 @@ OTHER: dict[str, str] = {
         "uvloop, bindConcurrency 256, load 2.3-7.5, ceiling 380 pods/s): gangsched 214.1 / "
         "200.1 pods/s, Coscheduling 59.9 / 88.5, first bind 1.95 / 1.72 s against 1.97 / 1.79 s"
     ),
+    "compare-issue30-precreate-s19.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 19 (35aa35b, "
+        "every request on aiohttp, load 1.5-6.5, ceiling 461 pods/s): gangsched 196.0 / 216.2 "
+        "pods/s, Coscheduling 67.1 / 96.6, first bind 2.35 / 1.89 s against 1.44 / 2.02 s"
+    ),
+    "compare-issue30-precreate-s21-lanes.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 21 (e385765, "
+        "the HTTP/2 lanes alone, no renice, nothing else running, load 1.4-5.6, ceiling 538 "
+        "pods/s): gangsched 380.3 / 292.6 pods/s, Coscheduling 126.1 / 163.3, first bind "
+        "1.59 / 1.34 s against 1.20 / 1.38 s"
+    ),
+    "http2-lanes.json": (
+        "gangsched alone on precreated (a), 4 rounds alternating a38b3cf (every request on one "
+        "HTTP/2 connection) and e385765 (lanes of 100 streams): 265.5 against 346.6 pods/s "
+        "(medians); and bare binds, 256 in flight, on one, three and 256 (HTTP/1.1) connections"
+    ),
     "compare-issue30-precreate-s20.json": (
         "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 20 (83c4833, "
         "requests on pyreqwest over HTTP/2, every thread of the benchmark's processes at nice "
