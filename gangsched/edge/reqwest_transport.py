@@ -20,6 +20,7 @@ on aiohttp, as it was.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import math
 import os
@@ -51,6 +52,12 @@ PING_TIMEOUT_S = 15.0
 #: queued in hyper; on lanes, precreated (a) bound 347 pods a second against 266 (medians of 4
 #: rounds side by side, bench/results/http2-lanes.json).
 STREAMS_PER_CONNECTION = 100
+#: A connection's task ends on pyreqwest's runtime thread after `close` returns, and drops
+#: what it holds of Python's (the event loop it wakes) there: during the interpreter's
+#: finalization that aborts the process ("PyGILState_Release: thread state must be current",
+#: once in a CI run of `gangsched explain`, exit -6). A short command closes, then waits this
+#: long before it exits.
+CLOSE_SETTLE_S = 0.05
 
 
 #: `aiohttp` keeps every request on kubernetes-asyncio's aiohttp session; `h1` sends unary
@@ -165,8 +172,11 @@ class Lanes:
             self.in_flight[lane] -= 1
 
     async def close(self) -> None:
+        """Close every client, then give pyreqwest's runtime thread CLOSE_SETTLE_S to end
+        their connections' tasks while the interpreter still runs."""
         for client in self.clients:
             await client.close()
+        await asyncio.sleep(CLOSE_SETTLE_S)
 
 
 def build_lanes(

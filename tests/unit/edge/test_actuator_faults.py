@@ -221,6 +221,7 @@ async def test_a_new_leader_finishes_half_bound_gangs_before_any_other() -> None
     for p in older:
         p["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
     cache.pods().replace(half + older)
+    cache.start_queueing()  # as the scheduling loop does once the caches have synced
     await operator._finish_partial_gangs(0.0)
     await operator.actuator.drain()
     assert sorted(b.split("/")[-2] for b in kube.binds) == ["half-1", "half-2"]
