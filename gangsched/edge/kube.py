@@ -12,7 +12,6 @@ counted per verb so benchmarks can report API requests per bound pod.
 from __future__ import annotations
 
 import asyncio.sslproto
-import math
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -28,7 +27,6 @@ from kubernetes_asyncio import client, config
 from yarl import URL
 
 from gangsched.edge import reqwest_transport
-from gangsched.edge.reqwest_transport import STREAMS_PER_CONNECTION
 
 log = structlog.get_logger("gangsched.kube")
 
@@ -154,10 +152,16 @@ class Kube:
         identity may send (system:public-info-viewer)."""
         started = time.perf_counter()
         if self.http2 and self.fast is not None:
-            lanes = min(len(self.fast.clients), math.ceil(in_flight / STREAMS_PER_CONNECTION))
-            opening = [self._version(lane=lane) for lane in range(max(lanes, 1))]
+            lanes = min(
+                len(self.fast.clients), reqwest_transport.lanes_needed(in_flight, http2=True)
+            )
+            opening = [
+                self._fast_raw(self.fast, "GET", "/version", lane=lane) for lane in range(lanes)
+            ]
         else:
-            opening = [self._version() for _ in range(min(WARM_CONNECTIONS, in_flight))]
+            opening = [
+                self.request_raw("GET", "/version") for _ in range(min(WARM_CONNECTIONS, in_flight))
+            ]
         answers = await asyncio.gather(*opening, return_exceptions=True)
         failed = [answer for answer in answers if isinstance(answer, Exception)]
         log.info(
@@ -166,11 +170,6 @@ class Kube:
             seconds=round(time.perf_counter() - started, 3),
             error=str(failed[0]) if failed else None,
         )
-
-    async def _version(self, *, lane: int | None = None) -> bytes:
-        if lane is None or self.fast is None:
-            return await self.request_raw("GET", "/version")
-        return await self._fast_raw(self.fast, "GET", "/version", lane=lane)
 
     async def _send(
         self,

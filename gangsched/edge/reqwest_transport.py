@@ -179,17 +179,22 @@ class Lanes:
         await asyncio.sleep(CLOSE_SETTLE_S)
 
 
+def lanes_needed(in_flight: int, *, http2: bool) -> int:
+    """The lanes `in_flight` requests at once fill: one per STREAMS_PER_CONNECTION over HTTP/2,
+    one over HTTP/1.1."""
+    return max(math.ceil(in_flight / STREAMS_PER_CONNECTION), 1) if http2 else 1
+
+
 def build_lanes(
     configuration: Any, *, default_headers: Mapping[str, str], in_flight: int, http2: bool
 ) -> Lanes:
     """As many clients as `in_flight` requests at once need (`Lanes`)."""
-    count = math.ceil(in_flight / STREAMS_PER_CONNECTION) if http2 else 1
     return Lanes(
         [
             build_client(
                 configuration, default_headers=default_headers, connections=in_flight, http2=http2
             )
-            for _ in range(max(count, 1))
+            for _ in range(lanes_needed(in_flight, http2=http2))
         ]
     )
 
