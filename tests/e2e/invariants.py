@@ -66,6 +66,9 @@ class PodRecorder:
     #: Pods deleted while the watch was down (gone at a relist): the watch never showed their
     #: last states, e.g. a bind and a preemption both inside an API server restart.
     unseen_deletions: set[str] = field(default_factory=set)
+    #: Every pod the watch or a list has shown. One created, bound and deleted while the watch
+    #: was down (between an API server's restart and the recorder's relist) is not in it.
+    ever_seen: set[str] = field(default_factory=set)
     events: int = 0
     _task: asyncio.Task[None] | None = None
     _kube: EdgeKube | None = None
@@ -121,6 +124,7 @@ class PodRecorder:
     def _seen(self, obj: JSON) -> None:
         self.events += 1
         name = obj["metadata"]["name"]
+        self.ever_seen.add(name)
         node = obj["spec"].get("nodeName")
         if node:
             self.node_history[name].add(node)
@@ -183,11 +187,14 @@ class PodRecorder:
         (logged once the API server accepted their DisruptionTarget condition and deletion).
         They count only for pods deleted while the watch was down, whose condition the watch
         could not show: a gang bound whole and preempted within an API server restart is
-        seen short (its last bind and its preemption both fell in the gap)."""
+        seen short (its last bind and its preemption both fell in the gap). That includes
+        pods the watch never showed at all: created, bound and preempted (a Single gang loses
+        only some members) between the API server's return and the recorder's relist, as
+        seen once in a fresh-clone CI run."""
         interrupted = interrupted or {}
         victims = dict(self.victims)
         for pod, preemptor in (logged_victims or {}).items():
-            if pod in self.unseen_deletions:
+            if pod in self.unseen_deletions or pod not in self.ever_seen:
                 victims.setdefault(pod, preemptor)
         out = [f"node over capacity: {o}" for o in self.overcommits]
         out += [
