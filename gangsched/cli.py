@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gangsched import __version__
+from gangsched.edge import slim_client
 
 if TYPE_CHECKING:
     from gangsched.config import Config
@@ -85,10 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The commands that reach a cluster load kubernetes-asyncio without its generated
             # API and model modules, before anything imports it (kopf does): the image does
             # not ship them (hack/image-prune.txt).
-            from gangsched.edge import slim_client
-
-            if args.command == "run":
-                slim_client.import_aiohttp()  # its CAs once the first binds are out (app.run)
             slim_client.install()
             slim_client.leave_out_dev_only()
         if args.command == "simulate":
@@ -197,6 +194,9 @@ async def _run_async(args: argparse.Namespace) -> int:
 def _load_for_run(path: str | None) -> tuple[Config | None, str]:
     """The config, or why not (in a worker thread: with it, the import of the core, which
     takes longer than the config itself)."""
+    # aiohttp, its CAs put off until the first binds are out (app.run), and the client parts
+    # slim_client.install left out: the early lists went out without them.
+    slim_client.load_client()
     from gangsched.config import ConfigError, load_config
     from gangsched.edge import app, logs  # noqa: F401  (imported here, off the event loop)
 

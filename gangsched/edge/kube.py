@@ -1,7 +1,9 @@
 """The one seam to the API server: raw JSON in, raw JSON out.
 
 kubernetes-asyncio supplies configuration (kubeconfig, in-cluster service account, TLS,
-token refresh) and its aiohttp session; we bypass its generated models, which are slow to
+token refresh) and its aiohttp session (for watches, and for requests where pyreqwest cannot go;
+made at its first use, so that `gangsched run`'s first lists go out before aiohttp is loaded,
+gangsched.edge.slim_client); we bypass its generated models, which are slow to
 decode and, for `pods/binding`, wrong (the server answers a Status, which the client fails to
 parse as a Binding after a successful bind). Answers are decoded with orjson: the standard
 library's decoder was 41% of a scheduler's start-up CPU listing 20,000 pods (py-spy,
@@ -11,21 +13,24 @@ counted per verb so benchmarks can report API requests per bound pod.
 
 from __future__ import annotations
 
-import asyncio.sslproto
+import asyncio
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
+from urllib.request import getproxies
 
-import aiohttp
 import orjson
 import structlog
-from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client, config
 from yarl import URL
 
+if TYPE_CHECKING:  # imported at the session's first use (Kube.api)
+    import aiohttp
+
+from gangsched import __version__
 from gangsched.edge import reqwest_transport
 
 log = structlog.get_logger("gangsched.kube")
@@ -74,7 +79,7 @@ class KubeError(Exception):
 
 @dataclass
 class Kube:
-    api: client.ApiClient
+    configuration: client.Configuration
     requests: Counter[str] = field(default_factory=Counter)
     #: Called with the HTTP verb of every request (metrics).
     on_request: Callable[[str], None] | None = None
@@ -86,6 +91,16 @@ class Kube:
     fast: reqwest_transport.Lanes | None = None
     #: Whether `fast` speaks HTTP/2 (a connection carries many requests in flight).
     http2: bool = False
+    _api: client.ApiClient | None = field(default=None, init=False, repr=False)
+
+    @property
+    def api(self) -> client.ApiClient:
+        """kubernetes-asyncio's client and its aiohttp session, made at the first use."""
+        if self._api is None:
+            from gangsched.edge.aiohttp_session import new_api_client
+
+            self._api = new_api_client(self.configuration, user_agent=USER_AGENT)
+        return self._api
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, *, connections: int = 32) -> Kube:
@@ -106,36 +121,29 @@ class Kube:
                 config_file=kubeconfig, client_configuration=configuration
             )
         configuration.connection_pool_maxsize = max(connections, 16)
-        _small_tls_read_buffers()
         if not configuration.proxy:
             configuration.proxy, configuration.proxy_headers = _env_proxy(configuration.host)
-        api = client.ApiClient(configuration)
-        # kubernetes-asyncio's session trusts the environment, so aiohttp looks up proxies and
-        # ~/.netrc again for every request, each time in a worker thread: about a quarter of
-        # gangsched's samples while binding (py-spy, bench/README.md). The proxy is looked up
-        # once above; netrc credentials could only clash with our bearer token.
-        session = api.rest_client.pool_manager
-        session._trust_env = False
-        _keep_connections_open(session.connector)
-        kube = cls(api=api)
+        kube = cls(configuration=configuration)
         transport = reqwest_transport.setting()
         reason = "asked" if transport == "aiohttp" else reqwest_transport.unsupported(configuration)
         if reason is None:
             kube.http2 = transport != "h1" and str(configuration.host).startswith("https://")
             kube.fast = reqwest_transport.build_lanes(
                 configuration,
-                default_headers=_default_headers(api),
+                default_headers=_default_headers(),
                 in_flight=configuration.connection_pool_maxsize,
                 http2=kube.http2,
             )
         else:
             log.info("requests stay on aiohttp", reason=reason)
+            kube.api  # noqa: B018  (made now: every request goes on it)
         return kube
 
     async def close(self) -> None:
         if self.fast is not None:
             await self.fast.close()
-        await self.api.close()
+        if self._api is not None:
+            await self._api.close()
 
     async def warm(self, *, in_flight: int) -> None:
         """Open now the connections a burst of `in_flight` writes will need.
@@ -179,7 +187,8 @@ class Kube:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        timeout: float | aiohttp.ClientTimeout | None = None,
+        timeout: float | None = None,
+        read_timeout: float | None = None,
     ) -> aiohttp.ClientResponse:
         """One request on kubernetes-asyncio's session, with its configuration's bearer token
         (refreshed by its hook, as the client's own `call_api` does) but none of the generated
@@ -187,8 +196,10 @@ class Kube:
         standard library's encoder, and the header and query conversions, were a quarter of
         the CPU a bind took (py-spy of a precreated run, issue 30). The body is encoded with
         orjson; the URL is built as the client builds it."""
-        api = self.api
-        headers = {**_default_headers(api), "Content-Type": content_type}
+        api = self.api  # first: it loads the session's module
+        from gangsched.edge.aiohttp_session import timeout as session_timeout
+
+        headers = {**_default_headers(), "Content-Type": content_type}
         token = await self._count_and_authorize(method)
         if token is not None:
             headers["authorization"] = token
@@ -201,16 +212,12 @@ class Kube:
             options["proxy_headers"] = rest.proxy_headers
         if rest.server_hostname:
             options["server_hostname"] = rest.server_hostname
-        if timeout is None:
-            timeout = aiohttp.ClientTimeout()
-        elif not isinstance(timeout, aiohttp.ClientTimeout):
-            timeout = aiohttp.ClientTimeout(total=timeout)
         response: aiohttp.ClientResponse = await rest.pool_manager.request(
             method,
             url,
             headers=headers,
             data=None if body is None else _encoded(body),
-            timeout=timeout,
+            timeout=session_timeout(total=timeout, read=read_timeout),
             **options,
         )
         return response
@@ -221,7 +228,7 @@ class Kube:
         self.requests[method] += 1
         if self.on_request is not None:
             self.on_request(method)
-        configuration = self.api.configuration
+        configuration = self.configuration
         if "BearerToken" not in configuration.api_key:
             return None
         token: str = await configuration.get_api_key_with_prefix("BearerToken")
@@ -233,7 +240,7 @@ class Kube:
         request again, 11% of a bind's client CPU (py-spy, precreated (b), issue 30)."""
         base = self._base
         if base is None:
-            base = self._base = URL(str(self.api.configuration.host))
+            base = self._base = URL(str(self.configuration.host))
         return URL.build(
             scheme=base.scheme,
             authority=base.raw_authority,
@@ -360,8 +367,9 @@ class Kube:
         `read_timeout` bounds the silence between two lines (bookmarks arrive about once a
         minute), so a dead connection is noticed instead of hanging forever.
         """
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
-        response = await self._send("GET", path, query={**query, "watch": "true"}, timeout=timeout)
+        response = await self._send(
+            "GET", path, query={**query, "watch": "true"}, read_timeout=read_timeout
+        )
         async with response:
             if not 200 <= response.status < 300:
                 error = _error(response.status, await response.read())
@@ -399,9 +407,14 @@ def _encoded(body: Any) -> bytes:
     return body if isinstance(body, bytes) else orjson.dumps(body)
 
 
-def _default_headers(api: client.ApiClient) -> dict[str, str]:
+#: On every request, both transports (kubernetes-asyncio's default names its code generator):
+#: the API server's audit log and `apiserver_request_total` consumers then see who asked.
+USER_AGENT = f"gangsched/{__version__}"
+
+
+def _default_headers() -> dict[str, str]:
     return {
-        **api.default_headers,
+        "User-Agent": USER_AGENT,
         "Accept": "application/json",
         # As kube-scheduler's client (kubernetes PR 80919): no gzip. Between a scheduler and
         # its API server the network is fast and both CPUs are busy; a gzipped 500-pod page
@@ -410,41 +423,13 @@ def _default_headers(api: client.ApiClient) -> dict[str, str]:
     }
 
 
-#: How long an idle connection waits in the pool for the next request: aiohttp closes it after
-#: 15 s, so a burst of binds after a quiet quarter minute would pay a TLS handshake per bind
-#: again. The API server closes idle connections after 90 s (k8s.io/apiserver's secure
-#: serving), so a connection we keep is still open at its next use.
-KEEPALIVE_S = 60.0
-
-
-def _keep_connections_open(connector: aiohttp.BaseConnector | None) -> None:
-    """Lengthen the pool's keep-alive (kubernetes-asyncio builds the connector with aiohttp's
-    default, and offers no setting for it)."""
-    if connector is not None and hasattr(connector, "_keepalive_timeout"):
-        connector._keepalive_timeout = KEEPALIVE_S
-
-
-#: Bytes asyncio reads from a TLS socket at once: four TLS records (16 KiB each at most).
-TLS_READ_BUFFER = 64 * 1024
-
-
-def _small_tls_read_buffers() -> None:
-    """asyncio gives every TLS connection a 256 KiB read buffer up front (CPython issue
-    109534); with one HTTP/1.1 connection per request in flight, that was 17 MiB of a
-    preempting scheduler's peak (tracemalloc, bench/README.md). A TLS record carries 16 KiB
-    at most, so reading 64 KiB at a time loses nothing. `gangsched run` runs on uvloop, whose
-    TLS layer mallocs its 256 KiB (resident only as far as it is filled); this is for
-    asyncio's own loop, which the tests and any embedding program use."""
-    protocol: Any = asyncio.sslproto.SSLProtocol
-    if getattr(protocol, "max_size", 0) > TLS_READ_BUFFER:
-        protocol.max_size = TLS_READ_BUFFER
-
-
 def _env_proxy(host: str | None) -> tuple[str | None, dict[str, str] | None]:
     """HTTPS_PROXY/HTTP_PROXY (NO_PROXY honoured) for the API server, as aiohttp's trust_env
     would find it per request: (proxy URL, Proxy-Authorization header) or (None, None)."""
-    if not host:
-        return None, None
+    if not host or not {"http", "https"} & set(getproxies()):
+        return None, None  # no proxy set: aiohttp's helper (and aiohttp) not loaded for it
+    from aiohttp.helpers import get_env_proxy_for_url
+
     try:
         proxy, auth = get_env_proxy_for_url(URL(host))
     except (LookupError, ValueError):

@@ -70,6 +70,16 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
     ("gangsched.cli", "_load_for_run", "gangsched.edge.app"): "as gangsched.config: the "
     "core loads in the worker thread, the point of the function",
     ("gangsched.cli", "_load_for_run", "gangsched.edge.logs"): "as gangsched.edge.app",
+    **{
+        where: "aiohttp (kubernetes-asyncio's session) loads at the session's first use: "
+        "`gangsched run`'s first lists go out on pyreqwest without it (0.1 s of CPU earlier, "
+        "edge/slim_client.py)"
+        for where in (
+            ("gangsched.edge.kube", "Kube.api", "gangsched.edge.aiohttp_session"),
+            ("gangsched.edge.kube", "Kube._send", "gangsched.edge.aiohttp_session"),
+            ("gangsched.edge.kube", "_env_proxy", "aiohttp.helpers"),
+        )
+    },
     ("gangsched.edge.app", "run", "gangsched.edge.kopf_host"): "kopf is loaded once the "
     "operator's caches have synced (in a worker thread), not before the lists and the first "
     "bind; here it is already loaded",
@@ -78,11 +88,10 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
 #: Imports inside functions that are not for start-up time, being removed by others.
 KNOWN_FUNCTION_IMPORTS = frozenset(
     {
-        # cli.py: `gangsched.explain` is lazy itself (a few ms to import) and slim_client
-        # imports only the standard library: both can be module-level imports.
+        # cli.py: `gangsched.explain` is lazy itself (a few ms to import): it can be a
+        # module-level import.
         ("gangsched.cli", "_parser", "gangsched.explain"),
         ("gangsched.cli", "main", "gangsched.explain"),
-        ("gangsched.cli", "main", "gangsched.edge.slim_client"),
     }
 )
 

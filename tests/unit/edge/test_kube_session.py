@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gangsched.edge.kube import KEEPALIVE_S, Kube, KubeError, _env_proxy
+from gangsched.edge.aiohttp_session import KEEPALIVE_S
+from gangsched.edge.kube import Kube, KubeError, _env_proxy
 from gangsched.edge.reqwest_transport import TRANSPORT_ENV, root_certificates, unsupported
 from tests.builders import loopback_api_server
 

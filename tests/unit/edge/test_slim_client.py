@@ -149,3 +149,70 @@ def test_aiohttp_default_contexts_get_the_system_cas_only_when_asked() -> None:
     assert result["loaded"] == 2
     assert result["after"] == [result["system"], result["system"]]
     assert result["again"] == 0
+
+
+_DEFERRED_PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from gangsched.edge import slim_client
+    slim_client.install()
+    from gangsched.edge.kube import Kube
+    import kubernetes_asyncio.config.openid as openid_before
+
+    async def connect():
+        kube = await Kube.connect(sys.argv[1])
+        fast = kube.fast is not None
+        await kube.close()
+        return fast
+
+    fast = asyncio.run(connect())
+    before = "aiohttp" in sys.modules
+    if sys.argv[2] == "load":
+        slim_client.load_client()
+
+    async def session():
+        kube = await Kube.connect(sys.argv[1])
+        agent = kube.api.default_headers["User-Agent"]
+        await kube.close()
+        return agent
+
+    agent = asyncio.run(session())
+    import kubernetes_asyncio.client as client
+    import kubernetes_asyncio.config.openid as openid
+    print(json.dumps({
+        "fast": fast, "aiohttp_before": before, "aiohttp_after": "aiohttp" in sys.modules,
+        "stand_in_module": type(openid_before).__name__,
+        "api_client": client.ApiClient.__module__,
+        "openid": openid.OpenIDRequestor.__module__, "agent": agent,
+    }))
+    """
+)
+
+
+def test_a_kubeconfig_loads_and_lists_can_go_out_before_aiohttp(tmp_path: Path) -> None:
+    """`gangsched run`'s early lists: aiohttp (kubernetes-asyncio's session) waits for
+    `load_client`, or for the session's first use."""
+    kubeconfig = kubeconfig_file(
+        tmp_path / "kubeconfig", server="https://127.0.0.1:1", token="s3cret"
+    )
+    for how in ("load", "first use"):
+        done = subprocess.run(
+            [sys.executable, "-c", _DEFERRED_PROBE, str(kubeconfig), how],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        assert result["fast"] is True
+        assert result["aiohttp_before"] is False, how
+        assert result["stand_in_module"] == "_Shell"
+        assert result["aiohttp_after"] is True
+        assert result["api_client"] == "kubernetes_asyncio.client.api_client", how
+        # The OIDC helper loads at its first call (an OIDC kubeconfig's token refresh).
+        openid = (
+            "kubernetes_asyncio.config.openid" if how == "load" else "gangsched.edge.slim_client"
+        )
+        assert result["openid"] == openid, how
+        assert result["agent"].startswith("gangsched/")
