@@ -826,6 +826,11 @@ OTHER: dict[str, str] = {
         "pods/s): gangsched 380.3 / 292.6 pods/s, Coscheduling 126.1 / 163.3, first bind "
         "1.59 / 1.34 s against 1.20 / 1.38 s"
     ),
+    "gang-protection-cost.json": (
+        "what gang protection costs the API server (issue 30, goal 4): gangsched alone on "
+        "precreated (a), 3 rounds alternating protectRunningGangs on and off: 7.1 against 6.0 "
+        "CPU ms a bound pod net (10.5 against 8.9 gross), 1.85 against 1.51 requests a pod"
+    ),
     "http2-lanes.json": (
         "gangsched alone on precreated (a), 4 rounds alternating a38b3cf (every request on one "
         "HTTP/2 connection) and e385765 (lanes of 100 streams): 265.5 against 346.6 pods/s "

@@ -14,6 +14,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 import bench.compare as package
 from bench.compare.cluster import announce_kept, loadgen_binary, stop_cluster
 from bench.compare.measure import load_average
@@ -50,6 +52,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         attach=args.attach,
         trace=args.trace,
         rate=args.rate,
+        gangsched_config=gangsched_overrides(args.gangsched_config or []),
     )
     loadgen = loadgen_binary()
     workloads = [w for w in args.workloads.split(",") if w]
@@ -70,6 +73,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "mode": args.mode,
         "rate": args.rate,
         "rounds": args.rounds,
+        **({"gangsched_config": opts.gangsched_config} if opts.gangsched_config else {}),
     }
 
     def save() -> dict[str, Any]:
@@ -158,6 +162,22 @@ async def close_shared(shared: dict[str, Any], opts: Options) -> None:
             announce_kept(env.cluster)
 
 
+def gangsched_overrides(settings: list[str]) -> dict[str, Any]:
+    """`--gangsched-config gangHealth.protectRunningGangs=false` as nested configuration: a
+    dotted field, a YAML value."""
+    out: dict[str, Any] = {}
+    for setting in settings:
+        field, sep, value = setting.partition("=")
+        if not sep or not field:
+            raise SystemExit(f"--gangsched-config {setting!r}: expected FIELD=VALUE")
+        *parents, leaf = field.split(".")
+        node = out
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = yaml.safe_load(value)
+    return out
+
+
 def render(args: argparse.Namespace) -> None:
     """Table and plot again from a results file (no runs)."""
     document = json.loads(Path(args.json).read_text())
@@ -184,6 +204,13 @@ def main() -> None:
     parser.add_argument("--size", choices=sorted(SIZES), default="default")
     parser.add_argument(
         "--set", action="append", metavar="FIELD=VALUE", help="override one size (e.g. a_gangs=500)"
+    )
+    parser.add_argument(
+        "--gangsched-config",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="set one field of gangsched's configuration, dotted, the value in YAML (e.g. "
+        "gangHealth.protectRunningGangs=false); recorded in the results' meta",
     )
     parser.add_argument(
         "--mode",

@@ -7,7 +7,7 @@ import asyncio
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,8 @@ class Options:
     #: Streamed (a)/(b): objects created per second, each PodGroup just before its members
     #: (0: all PodGroups, then all pods, as fast as the API server answers).
     rate: float = 0.0
+    #: Merged into gangsched's configuration (--gangsched-config).
+    gangsched_config: dict[str, Any] = field(default_factory=dict)
 
 
 async def run_one(
@@ -125,7 +127,7 @@ async def run_one(
         if w.setup:  # (c): the low-priority pods, bound, and their All-mode groups
             await env.post_all([create_request(o) for o in w.setup])
             await wait_running(kube)
-        launch = prepare_launch(env, scheduler, run_dir)
+        launch = prepare_launch(env, scheduler, run_dir, gangsched_config=opts.gangsched_config)
         members_in_order = [p for members in w.gangs.values() for p in members]
         if workload == "x":
             # Members arrive interleaved (the first of every gang, then the second, ...), as

@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -66,7 +67,9 @@ class Launch:
     controller: Launch | None = None
 
 
-def prepare_launch(env: Env, scheduler: str, run_dir: Path) -> Launch:
+def prepare_launch(
+    env: Env, scheduler: str, run_dir: Path, *, gangsched_config: dict[str, Any] | None = None
+) -> Launch:
     run_dir.mkdir(parents=True, exist_ok=True)
     if scheduler.startswith("gangsched"):
         kubeconfig = run_dir / "gangsched.kubeconfig"
@@ -82,6 +85,9 @@ def prepare_launch(env: Env, scheduler: str, run_dir: Path) -> Launch:
         settings = gangsched_process.listen_config(
             bindConcurrency=256, leaderElection={"enabled": False}
         )
+        for key, value in (gangsched_config or {}).items():
+            current = settings.get(key)
+            settings[key] = {**current, **value} if isinstance(current, dict) else value
         config = run_dir / "gangsched.yaml"
         config.write_text(yaml.safe_dump(settings))
         argv = gangsched_process.argv(kubeconfig=kubeconfig, config=config)
