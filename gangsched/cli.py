@@ -194,9 +194,6 @@ async def _run_async(args: argparse.Namespace) -> int:
 def _load_for_run(path: str | None) -> tuple[Config | None, str]:
     """The config, or why not (in a worker thread: with it, the import of the core, which
     takes longer than the config itself)."""
-    # aiohttp, its CAs put off until the first binds are out (app.run), and the client parts
-    # slim_client.install left out: the early lists went out without them.
-    slim_client.load_client()
     from gangsched.config import ConfigError, load_config
     from gangsched.edge import app, logs  # noqa: F401  (imported here, off the event loop)
 

@@ -79,6 +79,8 @@ class Actuator:
     binds_pending: int = 0
     #: Set while binds_pending is below bind_concurrency (see `bind_backlog_full`).
     bind_room: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set once a bind has been answered (or failed): the watches wait for it at start.
+    bind_answered: asyncio.Event = field(default_factory=asyncio.Event)
     _gates: list[WriteGate] = field(default_factory=list)
     pods: PodWriter = field(init=False)
 
@@ -206,6 +208,7 @@ class Actuator:
 
     def _bind_done(self) -> None:
         self.binds_pending -= 1
+        self.bind_answered.set()
         if self.binds_pending < self.bind_concurrency:
             self.bind_room.set()
         if self.binds_pending == 0:

@@ -20,10 +20,9 @@ import os
 import signal
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gangsched.config import Config
@@ -34,6 +33,9 @@ from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
 from gangsched.edge.operator import Operator
 from gangsched.edge.watches import MAX_WATCHES
+
+if TYPE_CHECKING:  # aiohttp loads once the watches may start (Watches.open_watches)
+    from aiohttp import web
 
 log = structlog.get_logger("gangsched.app")
 
@@ -56,9 +58,14 @@ def _host_port(address: str) -> tuple[str, int]:
 
 
 async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:
+    from aiohttp import web
+
     async def metrics(_: web.Request) -> web.Response:
         body = generate_latest(operator.metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthy(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
 
     async def ready(_: web.Request) -> web.Response:
         problem = operator.not_ready()
@@ -70,7 +77,7 @@ async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/readyz", ready)
-    app.router.add_get("/healthz", lambda _: _ok())
+    app.router.add_get("/healthz", healthy)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     host, port = _host_port(address)
@@ -81,12 +88,22 @@ async def _serve_metrics(operator: Operator, address: str) -> web.AppRunner:
 def _load_deferred() -> None:
     """What start-up put off until the first binds were out: kopf, and the system CAs of
     aiohttp's default TLS contexts (gangsched.edge.slim_client.import_aiohttp)."""
+    slim_client.load_client()  # done already, unless the watches are still held
     slim_client.load_deferred_cas()
     importlib.import_module("gangsched.edge.kopf_host")
 
 
-async def _ok() -> web.Response:
-    return web.Response(text="ok")
+async def _serve_once_watching(operator: Operator, address: str, holder: dict[str, Any]) -> None:
+    """The metrics and probe server, started with the watches: aiohttp (its server as the
+    watches' client) loads then, after the first binds, not before (Watches.open_watches).
+    Until then /readyz could only have said "not ready" (the caches had not synced). A port
+    that cannot be bound stops the process, as a failed start did when it was bound first."""
+    await operator.watches.watching.wait()
+    try:
+        holder["http"] = await _serve_metrics(operator, address)
+    except OSError:
+        log.exception("cannot serve metrics and probes; exiting", address=address)
+        _fail(holder)
 
 
 async def start_operator(
@@ -115,7 +132,8 @@ async def start_operator(
         )
         operator.on_fatal = lambda: _fail(holder)
         holder["operator"] = operator
-        holder["http"] = await _serve_metrics(operator, config.metricsAddress)
+        serving = _serve_once_watching(operator, config.metricsAddress, holder)
+        holder["serving"] = asyncio.create_task(serving, name="metrics server")
         election = config.leaderElection
         if election.enabled:
             elector = LeaderElector(
@@ -144,9 +162,10 @@ async def start_operator(
 async def cleanup(holder: dict[str, Any]) -> None:
     """Stop what `start_operator` started, once (later calls find nothing left)."""
     holder.pop("started", None)
-    task: asyncio.Task[None] | None = holder.pop("election", None)
-    if task is not None and not task.done():
-        task.cancel()
+    for name in ("election", "serving"):
+        task: asyncio.Task[None] | None = holder.pop(name, None)
+        if task is not None and not task.done():
+            task.cancel()
     elector: LeaderElector | None = holder.pop("elector", None)
     if elector is not None:
         await elector.release()

@@ -93,6 +93,10 @@ class Informer:
     #: Set once what this resource's objects are read against has been listed (PodGroups
     #: resolve their priorityClassName): the first list's pages wait for it, undecoded.
     after: asyncio.Event | None = None
+    #: Set once watches may start: until then the informer holds its watch after its first
+    #: list (gangsched.edge.watches' `open_watches` says why). No event is lost meanwhile:
+    #: the watch starts from the list's resourceVersion.
+    watch_after: asyncio.Event | None = None
 
     async def run(self) -> None:
         backoff = self.initial_backoff
@@ -103,6 +107,8 @@ class Informer:
                     await self._list()
                     need_list = False
                     backoff = self.initial_backoff
+                if self.watch_after is not None:
+                    await self.watch_after.wait()
                 await self._watch()
                 backoff = self.initial_backoff
             except asyncio.CancelledError:

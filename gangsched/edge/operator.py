@@ -1,12 +1,11 @@
 """`gangsched run`: informers feed the cache, the scheduling loop runs the core, the actuator
 writes back.
 
-The CPU-bound cycle runs on the event loop, one gang at a time, yielding between gangs. We
-chose this over a worker thread because the cluster state is mutated by informer callbacks on
-the same loop: a thread would need a lock around every cache update and every cycle, and the
-cycle is short (about 1.5 ms for a 3-pod gang and 20 ms for a 64-pod gang at 5,000 nodes,
-see bench/) and bounded by the search budget, so watches and lease renewals never wait long.
-`gangsched_cycle_seconds` (the attempt-duration histogram) shows the worst case in production.
+The CPU-bound cycle runs on the event loop, one gang at a time, yielding between gangs, not in
+a worker thread: informer callbacks mutate the cluster state on the same loop, so a thread
+would need a lock around every cache update and every cycle, and the cycle is short (about 1.5
+ms for a 3-pod gang and 20 ms for a 64-pod gang at 5,000 nodes, see bench/) and bounded by the
+search budget. `gangsched_cycle_seconds` (the attempt-duration histogram) shows the worst case.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import structlog
@@ -155,6 +154,7 @@ class Operator:
         #: Half-bound gangs go first at start and after winning the lease.
         self._partial_first = True
         self.stopping = asyncio.Event()
+        self.idle_first = asyncio.Event()  # no bind in the first step (Watches.open_watches)
 
     def on_leadership(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)
@@ -204,8 +204,8 @@ class Operator:
         await self.watches.start()
         self._tasks.add(asyncio.create_task(self._schedule_forever(), name="scheduling"))
         self._tasks.add(asyncio.create_task(self.status.run(), name="podgroup-status"))
-        self._tasks.add(asyncio.create_task(self._protect_gangs(), name="gang-protection"))
-        self._tasks.add(asyncio.create_task(self._pin_domains(), name="domain-pinning"))
+        for run in (self.protection.run, self.domain_pinner.run):
+            self._tasks.add(asyncio.create_task(self._after_sync(run)))
 
     def _warm_connections(self) -> None:
         """Connections for the first binds, opened while the caches fill (`Kube.warm`)."""
@@ -214,13 +214,9 @@ class Operator:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _protect_gangs(self) -> None:
-        await self.watches.wait_synced()  # reviews of a half-listed cluster would mislead
-        await self.protection.run()
-
-    async def _pin_domains(self) -> None:
-        await self.watches.wait_synced()  # a half-listed gang or pool would mislead the choice
-        await self.domain_pinner.run()
+    async def _after_sync(self, run: Callable[[], Awaitable[None]]) -> None:
+        await self.watches.wait_synced()  # a half-listed cluster would mislead reviews, pins
+        await run()
 
     async def stop(self) -> None:
         self.stopping.set()
@@ -264,6 +260,8 @@ class Operator:
             cpu_seconds=round(time.process_time(), 3),
         )
         self.cache.start_queueing()
+        opening = self.watches.open_watches(after=(self.idle_first, self.actuator.bind_answered))
+        self._tasks.add(asyncio.create_task(opening, name="open watches"))
         try:
             await self._schedule_loop()
         except Exception:
@@ -294,6 +292,8 @@ class Operator:
                     await asyncio.wait_for(self.actuator.bind_room.wait(), timeout=1.0)
                 continue
             report = self.step(now)
+            if report is None or not report.bound:
+                self.idle_first.set()
             if report is None and self.wake.is_set():
                 await asyncio.sleep(0)  # a cycle failed: go on with the next gang
                 continue

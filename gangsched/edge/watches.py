@@ -14,12 +14,13 @@ forbids does not hold scheduling for ever: it counts as empty (pods that need it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import structlog
 
 from gangsched.core.model import Dialect
+from gangsched.edge import slim_client
 from gangsched.edge.cache import ClusterCache
 from gangsched.edge.composite_cache import CompositeCache
 from gangsched.edge.dra_cache import DRA_INFORMERS, RESOURCE_API, DraCache
@@ -63,6 +64,11 @@ COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
 COMPOSITE_INFORMER = "compositepodgroups.scheduling.k8s.io"
 
 
+#: The longest the informers hold their watches after the caches have synced, waiting for the
+#: first scheduling step (`Watches.open_watches`).
+WATCH_HOLD_S = 1.0
+
+
 @dataclass
 class Watches:
     kube: Kube
@@ -82,6 +88,8 @@ class Watches:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     #: Set once API discovery has answered (PodGroup informers started for what exists).
     discovered: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set once the informers may watch (`open_watches`).
+    watching: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def start(self) -> None:
         self._add("pods", "/api/v1/pods", self.cache.pods())
@@ -108,6 +116,29 @@ class Watches:
             self.discovered.set()
         self.early.drop_answers()
         self.tasks.append(asyncio.create_task(self._rediscover(), name="discovery"))
+
+    async def open_watches(
+        self, *, after: Iterable[asyncio.Event], at_most: float = WATCH_HOLD_S
+    ) -> None:
+        """Let the informers watch once any of `after` is set (the first bind is answered, or
+        the first scheduling step bound nothing) or `at_most` seconds have passed.
+
+        Watches go out on kubernetes-asyncio's aiohttp session, one HTTP/1.1 connection each:
+        loading aiohttp and the client and opening some twenty connections, each with its TLS
+        handshake, took 0.2 s of CPU, all of it before the first bind when the watches started
+        with the lists (issue 30); started with the first binds, the import in a worker thread
+        still held the interpreter while the first answer waited. Held until the first bind
+        is answered, they miss nothing: each starts from its list's resourceVersion. A
+        follower, which does not schedule, watches after `at_most`."""
+        waits = [asyncio.ensure_future(event.wait()) for event in after]
+        try:
+            await asyncio.wait(waits, timeout=at_most, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        # In a worker thread: the binds go on meanwhile (gangsched.edge.slim_client).
+        await asyncio.to_thread(slim_client.load_client)
+        self.watching.set()
 
     def not_ready(self) -> str:
         """Why /readyz fails: "" once every informer has synced, else what is missing."""
@@ -156,6 +187,7 @@ class Watches:
             optional=optional,
             first_list=self.early.take(path),
             after=after,
+            watch_after=self.watching,
             on_relist=lambda resource: self.metrics.informer_relists.labels(resource).inc(),
             on_error=lambda resource, code: self.metrics.api_errors.labels(
                 f"list/watch {resource}", code

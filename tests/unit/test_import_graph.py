@@ -78,6 +78,7 @@ STARTUP_IMPORTS: dict[tuple[str, str, str], str] = {
             ("gangsched.edge.kube", "Kube.api", "gangsched.edge.aiohttp_session"),
             ("gangsched.edge.kube", "Kube._send", "gangsched.edge.aiohttp_session"),
             ("gangsched.edge.kube", "_env_proxy", "aiohttp.helpers"),
+            ("gangsched.edge.app", "_serve_metrics", "aiohttp"),
         )
     },
     ("gangsched.edge.app", "run", "gangsched.edge.kopf_host"): "kopf is loaded once the "

@@ -210,3 +210,38 @@ async def test_a_list_waits_for_what_its_objects_are_read_against() -> None:
     await listing
     assert [o["metadata"]["name"] for o in handler.replaced] == ["a"]
     assert informer.synced.is_set()
+
+
+class WatchingKube(FakeKube):
+    """Lists as FakeKube; each watch it is asked for is noted and yields nothing."""
+
+    def __init__(self, pages: list[dict[str, Any]]) -> None:
+        super().__init__(pages)
+        self.watched: list[dict[str, Any]] = []
+
+    async def watch(self, path: str, *, query: dict[str, Any], **_: Any) -> Any:
+        self.watched.append(dict(query))
+        await asyncio.sleep(3600)
+        yield {}  # pragma: no cover - never reached
+
+
+async def test_the_watch_waits_for_its_gate_from_the_lists_resource_version() -> None:
+    """`gangsched run` holds the watches until its first binds are out
+    (Watches.open_watches): the informer has synced, and watches from its list's version."""
+    kube = WatchingKube([{"metadata": {"resourceVersion": "42"}, "items": [pod("a")]}])
+    gate = asyncio.Event()
+    informer = Informer(kube, "/api/v1/pods", Recorder(), watch_after=gate)  # type: ignore[arg-type]
+    running = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 5)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert kube.watched == []
+        gate.set()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert [q["resourceVersion"] for q in kube.watched] == ["42"]
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
