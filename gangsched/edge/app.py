@@ -94,10 +94,12 @@ def _load_deferred() -> None:
 
 
 async def _serve_once_watching(operator: Operator, address: str, holder: dict[str, Any]) -> None:
-    """The metrics and probe server, started with the watches: aiohttp (its server as the
-    watches' client) loads then, after the first binds, not before (Watches.open_watches).
-    Until then /readyz could only have said "not ready" (the caches had not synced). A port
-    that cannot be bound stops the process, as a failed start did when it was bound first."""
+    """The metrics and readiness server, started with the watches: aiohttp (its server as the
+    watches' client) loads then, once the first bind is answered or WATCH_HOLD_S after the
+    start, not before (Watches.open_watches). Until then /readyz could only have said "not
+    ready" (the caches had not synced), and a readiness probe that finds nothing listening
+    says the same. A port that cannot be bound stops the process, as a failed start did when
+    it was bound first."""
     await operator.watches.watching.wait()
     try:
         holder["http"] = await _serve_metrics(operator, address)

@@ -202,6 +202,8 @@ class Operator:
         if self.may_write():  # else once leading (`on_leadership`): only a leader binds
             self._warm_connections()
         await self.watches.start()
+        opening = self.watches.open_watches(after=(self.idle_first, self.actuator.bind_answered))
+        self._tasks.add(asyncio.create_task(opening, name="open watches"))
         self._tasks.add(asyncio.create_task(self._schedule_forever(), name="scheduling"))
         self._tasks.add(asyncio.create_task(self.status.run(), name="podgroup-status"))
         for run in (self.protection.run, self.domain_pinner.run):
@@ -260,8 +262,6 @@ class Operator:
             cpu_seconds=round(time.process_time(), 3),
         )
         self.cache.start_queueing()
-        opening = self.watches.open_watches(after=(self.idle_first, self.actuator.bind_answered))
-        self._tasks.add(asyncio.create_task(opening, name="open watches"))
         try:
             await self._schedule_loop()
         except Exception:

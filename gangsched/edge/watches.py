@@ -64,9 +64,9 @@ COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
 COMPOSITE_INFORMER = "compositepodgroups.scheduling.k8s.io"
 
 
-#: The longest the informers hold their watches after the caches have synced, waiting for the
-#: first scheduling step (`Watches.open_watches`).
-WATCH_HOLD_S = 1.0
+#: The longest the informers hold their watches, from the start, waiting for the first bind
+#: (`Watches.open_watches`).
+WATCH_HOLD_S = 5.0
 
 
 @dataclass
@@ -121,7 +121,8 @@ class Watches:
         self, *, after: Iterable[asyncio.Event], at_most: float = WATCH_HOLD_S
     ) -> None:
         """Let the informers watch once any of `after` is set (the first bind is answered, or
-        the first scheduling step bound nothing) or `at_most` seconds have passed.
+        the first scheduling step bound nothing) or `at_most` seconds have passed since the
+        start.
 
         Watches go out on kubernetes-asyncio's aiohttp session, one HTTP/1.1 connection each:
         loading aiohttp and the client and opening some twenty connections, each with its TLS
@@ -129,7 +130,9 @@ class Watches:
         with the lists (issue 30); started with the first binds, the import in a worker thread
         still held the interpreter while the first answer waited. Held until the first bind
         is answered, they miss nothing: each starts from its list's resourceVersion. A
-        follower, which does not schedule, watches after `at_most`."""
+        follower, which does not bind, and a start whose lists take long (a large cluster, a
+        list refused) watch after `at_most`: then the metrics server is up too, and /readyz
+        says what the sync waits for (gangsched.edge.app)."""
         waits = [asyncio.ensure_future(event.wait()) for event in after]
         try:
             await asyncio.wait(waits, timeout=at_most, return_when=asyncio.FIRST_COMPLETED)
