@@ -820,11 +820,22 @@ OTHER: dict[str, str] = {
         "every request on aiohttp, load 1.5-6.5, ceiling 461 pods/s): gangsched 196.0 / 216.2 "
         "pods/s, Coscheduling 67.1 / 96.6, first bind 2.35 / 1.89 s against 1.44 / 2.02 s"
     ),
+    "compare-issue30-precreate-s21.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 21 (d938e9a: "
+        "the HTTP/2 lanes and the start-up queueing, load 1.9-5.0, ceiling 520 pods/s): "
+        "gangsched 438.0 / 372.9 pods/s, Coscheduling 140.4 / 143.9, first bind 1.27 / 1.02 s "
+        "against 1.20 / 1.46 s, API server net 6.7 / 5.1 ms a pod against 6.2 / 8.9"
+    ),
     "compare-issue30-precreate-s21-lanes.json": (
         "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 21 (e385765, "
         "the HTTP/2 lanes alone, no renice, nothing else running, load 1.4-5.6, ceiling 538 "
         "pods/s): gangsched 380.3 / 292.6 pods/s, Coscheduling 126.1 / 163.3, first bind "
         "1.59 / 1.34 s against 1.20 / 1.38 s"
+    ),
+    "precreate-b-s21-s22.json": (
+        "gangsched alone on precreated (b), 3 rounds alternating d938e9a (session 21's record) "
+        "and 48d55c0 (session 22's): 283.6 against 298.8 pods/s, the first bind 1.74 against "
+        "1.56 s (medians): session 22's record's slower (b) was the rounds, not the change"
     ),
     "gang-protection-cost.json": (
         "what gang protection costs the API server (issue 30, goal 4): gangsched alone on "

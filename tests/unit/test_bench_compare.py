@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.compare.latency import stages
+from bench.compare.main import gangsched_overrides
 from bench.compare.measure import ApiCounts, process_cpu_seconds
 from bench.compare.report import markdown, summarize
 
@@ -122,3 +123,12 @@ def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
     shown = markdown(netted, meta)
     assert "| gangsched | 10.00 / 4.00 | 1.00 | 20.0 / 25.0 |" in shown
     assert "net of what the cluster at rest spends" in shown
+
+
+def test_gangsched_config_overrides_are_dotted_fields_with_yaml_values() -> None:
+    assert gangsched_overrides(
+        ["gangHealth.protectRunningGangs=false", "bindConcurrency=64", "gangHealth.grace=1.5"]
+    ) == {"gangHealth": {"protectRunningGangs": False, "grace": 1.5}, "bindConcurrency": 64}
+    for bad in ("bindConcurrency", "=3"):
+        with pytest.raises(SystemExit, match="FIELD=VALUE"):
+            gangsched_overrides([bad])
