@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from tests.builders import kubeconfig_file
 
@@ -39,20 +40,25 @@ _PROBE = textwrap.dedent(
 )
 
 
-def _probe(tmp_path: Path, *args: str) -> dict[str, object]:
-    kubeconfig = kubeconfig_file(
-        tmp_path / "kubeconfig", server="https://127.0.0.1:1", token="s3cret"
-    )
+def _run(probe: str, *args: str, flags: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run `probe` in a fresh interpreter; the JSON object its last line prints."""
     done = subprocess.run(
-        [sys.executable, *args, "-c", _PROBE, str(kubeconfig)],
+        [sys.executable, *flags, "-c", probe, *args],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def _probe(tmp_path: Path, *args: str) -> dict[str, Any]:
+    kubeconfig = kubeconfig_file(
+        tmp_path / "kubeconfig", server="https://127.0.0.1:1", token="s3cret"
+    )
+    return _run(_PROBE, str(kubeconfig), flags=args)
 
 
 def test_slim_client_configures_a_session_without_generated_modules(tmp_path: Path) -> None:
@@ -135,15 +141,7 @@ _CAS_PROBE = textwrap.dedent(
 def test_aiohttp_default_contexts_get_the_system_cas_only_when_asked() -> None:
     # gangsched.edge.slim_client.import_aiohttp: their CA loading put off until the first
     # binds are out, then the same contexts hold what aiohttp would have loaded at import.
-    done = subprocess.run(
-        [sys.executable, "-c", _CAS_PROBE],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = _run(_CAS_PROBE)
     assert result["system"] > 0  # this machine has a CA bundle, else the test shows nothing
     assert result["before"] == [0, 0]
     assert result["loaded"] == 2
@@ -196,15 +194,7 @@ def test_a_kubeconfig_loads_and_lists_can_go_out_before_aiohttp(tmp_path: Path) 
         tmp_path / "kubeconfig", server="https://127.0.0.1:1", token="s3cret"
     )
     for how in ("load", "first use"):
-        done = subprocess.run(
-            [sys.executable, "-c", _DEFERRED_PROBE, str(kubeconfig), how],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        result = _run(_DEFERRED_PROBE, str(kubeconfig), how)
         assert result["fast"] is True
         assert result["aiohttp_before"] is False, how
         assert result["stand_in_module"] == "_Shell"
