@@ -47,6 +47,8 @@ FIRST_BIND_TIMEOUT_S = 60.0
 #: Quiet time between a launch's repair and the next exec (the controller manager's and
 #: kwok's work on the deleted and recreated pods done).
 SETTLE_S = 5.0
+#: How long a launch's watch is given to connect before the exec.
+WATCH_START_S = 0.5
 
 
 @dataclass
@@ -209,26 +211,31 @@ async def _main(args: argparse.Namespace) -> int:
     cluster = Cluster.start()
     env = Env.of(cluster, loadgen_binary())
     kube = await connect(cluster)
-    watch = Watch()
     launches: list[Launch] = []
     try:
         await prepare_cluster(env, kube)
         await create_nodes(kube, workload.nodes, cpu=workload.node_cpu, memory=workload.node_memory)
-        watch.start(kube)
-        await asyncio.sleep(0.3)
         await env.post_all([create_request(g) for g in workload.groups])
         await env.post_all([create_request(p) for p in pods.values()])
         await asyncio.sleep(SETTLE_S)
         for number in range(args.launches):
             for index, tree in enumerate(trees):
                 run_dir = cluster.dir / f"launch-{number}-{index}"
-                launch = await _launch(env, tree, run_dir, watch, args.profile)
+                # A watch of its own, from now: one watch for every launch kept each pod's
+                # first bind ever, so a later launch was seen binding only pods no earlier
+                # launch had bound, later and later (up to every pod, by the eighth launch).
+                watch = Watch()
+                watch.start(kube)
+                await asyncio.sleep(WATCH_START_S)
+                try:
+                    launch = await _launch(env, tree, run_dir, watch, args.profile)
+                finally:
+                    await watch.stop()
                 launch.bound_before_kill = await _repair(kube, env, pods)
                 launches.append(launch)
                 print(json.dumps({**launch.__dict__, "tree": str(tree)}), flush=True)
                 await asyncio.sleep(SETTLE_S)
     finally:
-        await watch.stop()
         await kube.close()
         stop_cluster(cluster)
     summary = summarize(launches, trees)
