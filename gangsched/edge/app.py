@@ -32,7 +32,7 @@ from gangsched.edge.early_lists import EarlyLists
 from gangsched.edge.kube import Kube
 from gangsched.edge.leader import LeaderElector, LeadershipLost
 from gangsched.edge.operator import Operator
-from gangsched.edge.watches import MAX_WATCHES
+from gangsched.edge.watches import MAX_WATCHES, wait_for_any
 
 if TYPE_CHECKING:  # aiohttp loads once the watches may start (Watches.open_watches)
     from aiohttp import web
@@ -209,12 +209,7 @@ async def _until_settled(holder: dict[str, Any], stop: asyncio.Event) -> None:
         return  # not started: kopf's startup handler retries at once
     loop = asyncio.get_running_loop()
     deadline = loop.time() + KOPF_AFTER_S
-    waits = [asyncio.ensure_future(operator.synced.wait()), asyncio.ensure_future(stop.wait())]
-    try:
-        await asyncio.wait(waits, timeout=KOPF_AFTER_S, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
+    await wait_for_any((operator.synced, stop), timeout=KOPF_AFTER_S)
     idle_looks = 0
     while idle_looks < 2 and not stop.is_set() and loop.time() < deadline:
         await asyncio.sleep(SETTLED_POLL_S)

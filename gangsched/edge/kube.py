@@ -136,7 +136,6 @@ class Kube:
             )
         else:
             log.info("requests stay on aiohttp", reason=reason)
-            kube.api  # noqa: B018  (made now: every request goes on it)
         return kube
 
     async def close(self) -> None:

@@ -69,6 +69,16 @@ COMPOSITE_INFORMER = "compositepodgroups.scheduling.k8s.io"
 WATCH_HOLD_S = 5.0
 
 
+async def wait_for_any(events: Iterable[asyncio.Event], *, timeout: float) -> None:
+    """Until one of `events` is set or `timeout` seconds have passed."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
 @dataclass
 class Watches:
     kube: Kube
@@ -133,12 +143,7 @@ class Watches:
         follower, which does not bind, and a start whose lists take long (a large cluster, a
         list refused) watch after `at_most`: then the metrics server is up too, and /readyz
         says what the sync waits for (gangsched.edge.app)."""
-        waits = [asyncio.ensure_future(event.wait()) for event in after]
-        try:
-            await asyncio.wait(waits, timeout=at_most, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
+        await wait_for_any(after, timeout=at_most)
         # In a worker thread: the binds go on meanwhile (gangsched.edge.slim_client).
         await asyncio.to_thread(slim_client.load_client)
         self.watching.set()
