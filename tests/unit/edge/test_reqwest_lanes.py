@@ -77,13 +77,14 @@ async def test_requests_spread_over_lanes_and_give_their_streams_back(
     monkeypatch.setattr(reqwest_transport, "STREAMS_PER_CONNECTION", 2)
     arrived = 0
     all_in = asyncio.Event()
+    release = asyncio.Event()  # set once the test has counted the streams held
 
     async def hold(request: web.Request) -> web.Response:
         nonlocal arrived
         arrived += 1
         if arrived == 5:
             all_in.set()
-        await all_in.wait()
+        await release.wait()
         status = 500 if request.match_info["name"] == "p4" else 200
         return web.json_response({}, status=status)
 
@@ -106,6 +107,7 @@ async def test_requests_spread_over_lanes_and_give_their_streams_back(
         ]
         await asyncio.wait_for(all_in.wait(), timeout=10)
         assert sorted(built.in_flight) == [2, 3]
+        release.set()
         statuses = sorted(status for status, _ in await asyncio.gather(*sends))
         assert statuses == [200, 200, 200, 200, 500]
         assert built.in_flight == [0, 0]
