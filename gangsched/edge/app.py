@@ -147,6 +147,9 @@ async def start_operator(
                 renew_deadline=election.renewDeadlineSeconds,
                 retry_period=election.retryPeriodSeconds,
                 on_change=operator.on_leadership,
+                # A follower binds nothing: its watches, and the metrics and readiness
+                # server with them, need not wait WATCH_HOLD_S for a first bind.
+                on_follow=operator.idle_first.set,
             )
             operator.may_write = elector.is_leader
             holder["elector"] = elector

@@ -54,6 +54,9 @@ class LeaderElector:
     observe_period: float = 0.5
     clock: Callable[[], float] = time.monotonic
     on_change: Callable[[bool], None] | None = None
+    #: Called after each attempt to lead that failed: until one succeeds this replica binds
+    #: nothing, so what waits for its first bind need not (the operator's watch hold).
+    on_follow: Callable[[], None] | None = None
     leading: bool = False
     _observed: tuple[str, str] = ("", "")  # (holder, renewTime) last seen
     _observed_at: float = 0.0
@@ -80,6 +83,8 @@ class LeaderElector:
                 if await self._attempt(self.lease_seconds):
                     self._set_leading(True)
                     break
+                if self.on_follow is not None:
+                    self.on_follow()
                 await self._wait_for_turn()
         finally:
             watcher.cancel()

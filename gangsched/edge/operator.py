@@ -154,7 +154,7 @@ class Operator:
         #: Half-bound gangs go first at start and after winning the lease.
         self._partial_first = True
         self.stopping = asyncio.Event()
-        self.idle_first = asyncio.Event()  # no bind in the first step (Watches.open_watches)
+        self.idle_first = asyncio.Event()  # first step bound nothing, or following (open_watches)
 
     def on_leadership(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)

@@ -315,3 +315,23 @@ async def test_a_watching_follower_takes_a_released_lease_at_once() -> None:
         await a.release()  # no clock advance, and b's next safety read is 15 s away
         await asyncio.wait_for(b.became_leader.wait(), 5)
         assert server.holder == "b"
+
+
+async def test_a_follower_says_so_after_its_first_attempt_and_a_leader_never_does() -> None:
+    """on_follow ends the operator's watch hold (Operator.idle_first): a follower binds
+    nothing, so its watches and its /metrics and /readyz need not wait for a first bind."""
+    server, clock = LeaseServer(), Clock()
+    told: list[str] = []
+    async with leader_a_and_running_follower_b(
+        server, clock, retry_period=2.0, on_follow=lambda: told.append("b")
+    ) as (_, b):
+        await _until(lambda: told == ["b"])
+        assert not b.leading
+    c = elector(LeaseServer(), "c", clock, on_follow=lambda: told.append("c"))
+    task = asyncio.create_task(c.run())
+    try:
+        await asyncio.wait_for(c.became_leader.wait(), 5)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert told == ["b"]  # the lone replica led at its first attempt
