@@ -820,6 +820,12 @@ OTHER: dict[str, str] = {
         "every request on aiohttp, load 1.5-6.5, ceiling 461 pods/s): gangsched 196.0 / 216.2 "
         "pods/s, Coscheduling 67.1 / 96.6, first bind 2.35 / 1.89 s against 1.44 / 2.02 s"
     ),
+    "compare-issue30-precreate-s22.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 22 (48d55c0: "
+        "the watches held until the first bind, load 1.0-3.9, ceiling 629.5 pods/s): gangsched "
+        "375.6 / 303.6 pods/s, Coscheduling 126.8 / 162.9, first bind 1.22 / 1.60 s against "
+        "1.64 / 1.30 s, API server net 6.3 / 5.6 ms a pod against 5.9 / 9.0"
+    ),
     "compare-issue30-precreate-s21.json": (
         "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 21 (d938e9a: "
         "the HTTP/2 lanes and the start-up queueing, load 1.9-5.0, ceiling 520 pods/s): "
