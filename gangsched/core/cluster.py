@@ -73,8 +73,9 @@ class ClusterState:
     group_revisions: dict[GroupRef, int] = field(default_factory=dict)
     #: The last revision handed out (0: none yet).
     revision: int = 0
-    #: Bumped when the set of node names changes: a member whose node is gone no longer holds
-    #: its place, so every gang's health may have changed (group_revisions cannot say which).
+    #: Bumped when the set of node names changes, or a node goes down or comes back
+    #: (`Node.down`): a member whose node is gone or down no longer holds its place, so every
+    #: gang's health may have changed (group_revisions cannot say which).
     node_set_revision: int = 0
     #: Bumped when group_revisions drops the entries of groups without members or object
     #: (it would grow with every gang ever seen otherwise): a reader then reviews every gang.
@@ -317,7 +318,8 @@ class ClusterState:
 
     def upsert_node(self, node: Node) -> None:
         self.freeing += 1
-        if node.name not in self.nodes:
+        old = self.nodes.get(node.name)
+        if old is None or old.down != node.down:
             self.node_set_revision += 1
         self.nodes[node.name] = node
         self.snapshot.update_node(node)
@@ -327,7 +329,7 @@ class ClusterState:
         self.freeing += 1
         old = self.nodes
         self.nodes = {node.name: node for node in nodes}
-        if self.nodes.keys() != old.keys():
+        if self.nodes.keys() != old.keys() or _down(self.nodes) != _down(old):
             self.node_set_revision += 1
         self.snapshot.set_nodes(nodes)
 
@@ -446,3 +448,7 @@ def _frees_room(old: Pod, new: Pod) -> bool:
 
 def _ref_order(ref: GroupRef) -> tuple[str, str, str]:
     return ref.namespace, ref.name, ref.dialect.value
+
+
+def _down(nodes: dict[str, Node]) -> set[str]:
+    return {name for name, node in nodes.items() if node.down}

@@ -14,7 +14,8 @@ Two rules, both about a gang that has run whole (at least minMember members boun
   starts together, against one per start); a gang whose members never start gets none. Once
   wanted it stays while the gang runs, through member restarts and replacements.
 * **Stale gangs.** A running gang that drops below minMember (a member failed or was deleted,
-  its node is gone) does no work while it holds its nodes. If replacement members do not bring
+  its node is gone, or NotReady or unreachable: `Node.down`) does no work while it holds its
+  nodes. If replacement members do not bring
   it back to minMember within its grace period, every remaining member is evicted, with a
   DisruptionTarget condition and an event saying why, so its owners recreate them and the gang
   is scheduled again whole. Replacements bound within the period cancel the release.
@@ -315,7 +316,8 @@ def _order(ref: GroupRef) -> tuple[str, str, str]:
 
 def _census(cluster: ClusterState, ref: GroupRef) -> tuple[list[Pod], int, int, bool]:
     """The gang's members of ours, how many hold their place (bound to a node that still
-    exists, not terminating, not failed), how many of those have started (phase Running),
+    exists and is not down, not terminating, not failed), how many of those have started
+    (phase Running),
     and whether one succeeded (the gang is finishing its work, not broken). One pass: this
     runs for every gang every second."""
     ours, nodes = cluster.scheduler_name, cluster.nodes
@@ -327,12 +329,8 @@ def _census(cluster: ClusterState, ref: GroupRef) -> tuple[list[Pod], int, int, 
         if pod.phase == "Succeeded":
             return members, healthy, started, True
         members.append(pod)
-        if (
-            pod.node_name is not None
-            and not pod.terminating
-            and pod.phase != "Failed"
-            and pod.node_name in nodes
-        ):
+        node = nodes.get(pod.node_name) if pod.node_name is not None else None
+        if node is not None and not node.down and not pod.terminating and pod.phase != "Failed":
             healthy += 1
             started += pod.phase == "Running"
     return members, healthy, started, False
@@ -348,8 +346,11 @@ def _short_note(group: PodGroup, members: list[Pod], cluster: ClusterState, grac
     for pod in sorted(members, key=lambda p: p.key):
         if pod.node_name is None:
             continue
-        if pod.node_name not in cluster.nodes:
+        node = cluster.nodes.get(pod.node_name)
+        if node is None:
             lost.append(f"{pod.key} (node {pod.node_name} gone)")
+        elif node.down:
+            lost.append(f"{pod.key} (node {pod.node_name} not ready)")
         elif pod.is_finished:
             lost.append(f"{pod.key} ({pod.phase})")
         elif pod.terminating:

@@ -219,6 +219,12 @@ class PodClaim:
         return self.claim_name if self.claim_name else self.generated_name
 
 
+#: The NoExecute taints the node lifecycle controller puts on a node whose kubelet reports it
+#: NotReady or has stopped reporting (Ready False or Unknown); it evicts the pods there once
+#: their tolerations run out (300 s by default).
+NODE_DOWN_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
 @dataclass(slots=True)
 class Node:
     name: str
@@ -229,6 +235,12 @@ class Node:
     #: metadata.creationTimestamp, seconds since the epoch: tells nodes an autoscaler added
     #: for a waiting gang from the ones it found (0.0: not known).
     created: float = 0.0
+
+    @property
+    def down(self) -> bool:
+        """NotReady or unreachable, as the node lifecycle controller's taints say: its pods
+        are still bound, but do no work."""
+        return any(t.effect == "NoExecute" and t.key in NODE_DOWN_TAINTS for t in self.taints)
 
 
 @dataclass(slots=True, eq=False)

@@ -21,7 +21,7 @@ from gangsched.core.gang_health import (
     GangHealthConfig,
     budget_name,
 )
-from gangsched.core.model import Dialect, Pod, PodGroup
+from gangsched.core.model import Dialect, Pod, PodGroup, Taint
 from tests.builders import budget, cluster, group, node, pod, ref
 
 TRAIN = ref("train")
@@ -175,6 +175,48 @@ def test_a_member_on_a_deleted_node_is_lost_and_a_failed_one_too() -> None:
     state.upsert_pod(members(2, phase="Failed")[1])
     assert failed is not state.pods["default/train-1"]
     assert health.review(state, now=1.0).broken == [TRAIN]
+
+
+def test_a_member_on_a_node_gone_not_ready_is_lost_until_the_node_is_back() -> None:
+    """The node lifecycle controller's NoExecute taint (NotReady or unreachable), not its
+    NoSchedule one: the member stays bound for the taint manager's 300 s, doing no work."""
+    state, _ = running_gang()
+    health = GangHealth(GangHealthConfig(grace_seconds=5))
+    health.review(state, now=0.0)
+    before = state.node_set_revision
+    starting = Taint("node.kubernetes.io/not-ready", "", "NoSchedule")
+    state.upsert_node(node("n0", taints=[starting]))
+    assert state.node_set_revision == before  # a NoSchedule taint takes no member's place
+    assert health.review(state, now=1.0).broken == []
+    unreachable = Taint("node.kubernetes.io/unreachable", "", "NoExecute")
+    state.upsert_node(node("n0", taints=[unreachable]))
+    assert state.node_set_revision == before + 1
+    review = health.review(state, now=2.0)
+    assert review.broken == [TRAIN]
+    assert TRAIN in review.budgets  # what is left stays protected while it waits
+    note = next(d.note for d in review.decisions if isinstance(d, Event))
+    assert "3 of 4 members hold their place" in note
+    assert "default/train-0 (node n0 not ready)" in note
+    state.upsert_node(node("n0"))  # Ready again within the grace period
+    back = health.review(state, now=4.0)
+    assert [d.reason for d in back.decisions if isinstance(d, Event)] == [GANG_RECOVERED]
+    assert health.review(state, now=9.0).released == []
+
+    state, _ = running_gang()
+    health = GangHealth(GangHealthConfig(grace_seconds=5))
+    health.review(state, now=0.0)
+    state.replace_nodes(  # a relist finds n1 NotReady
+        [
+            node(
+                f"n{i}", taints=[Taint("node.kubernetes.io/not-ready", "", "NoExecute")] * (i == 1)
+            )
+            for i in range(4)
+        ]
+    )
+    assert health.review(state, now=1.0).broken == [TRAIN]
+    released = health.review(state, now=7.0)
+    assert released.released == [TRAIN]
+    assert len([d for d in released.decisions if isinstance(d, Evict)]) == 4
 
 
 def test_never_and_per_group_grace() -> None:

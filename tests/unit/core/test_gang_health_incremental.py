@@ -14,7 +14,7 @@ from gangsched.core import gang_health
 from gangsched.core.api.dialects import SIGS_POD_GROUP_LABEL
 from gangsched.core.cluster import ClusterState
 from gangsched.core.gang_health import GangHealth, GangHealthConfig, HealthReview
-from gangsched.core.model import Dialect, GroupRef, Pod, PodGroup
+from gangsched.core.model import NODE_DOWN_TAINTS, Dialect, GroupRef, Pod, PodGroup, Taint
 from tests.builders import budget, cluster, group, node, pod, ref
 
 
@@ -249,8 +249,9 @@ def change(state: ClusterState, data: st.DataObject) -> None:
         name = data.draw(st.sampled_from(NODES))
         if name in state.nodes and data.draw(st.booleans()):
             state.delete_node(name)
-        else:
-            state.upsert_node(node(name))
+        else:  # NotReady or unreachable (Node.down), or Ready
+            taint = Taint(data.draw(st.sampled_from(sorted(NODE_DOWN_TAINTS))), "", "NoExecute")
+            state.upsert_node(node(name, taints=[taint] * data.draw(st.integers(0, 1))))
     elif kind == 6:
         gang_group = replace(
             group(gang, data.draw(st.integers(1, 4)), dialect=gang_ref(gang).dialect),
