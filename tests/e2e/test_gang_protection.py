@@ -241,3 +241,39 @@ async def test_a_replacement_bound_within_the_grace_period_cancels_the_release(e
     assert survivor is not None and condition(survivor, "DisruptionTarget") is None
     assert env.replica.metric("gangsched_stale_gangs_released_total") == 0
     assert env.replica.metric("gangsched_gangs_broken_total") == 1
+
+
+async def test_a_member_on_a_node_gone_unreachable_counts_lost_until_the_node_is_back(
+    env: Env,
+) -> None:
+    """The node lifecycle controller's unreachable taint (NoExecute) takes the member's place at
+    once, not when the taint manager evicts it 300 s later; the node Ready again gives it back."""
+    a, b, _, _ = env.workload.nodes
+    await env.gang("down", [a, b], annotations={GRACE: "60"})
+    await eventually(lambda: env.bound("down-0", "down-1"), timeout=60, what="gang bound")
+    await eventually(lambda: env.budget("gang-sigs-down"), timeout=30, what="the budget")
+    unreachable = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+    await env.kube.patch(f"/api/v1/nodes/{a}", {"spec": {"taints": [unreachable]}})
+
+    async def broken_note() -> str | None:
+        events = await env.kube.get(f"/apis/events.k8s.io/v1/namespaces/{env.ns}/events")
+        for event in events.get("items", []):
+            if event.get("regarding", {}).get("name") == "down" and (
+                event.get("reason") == "GangBroken"
+            ):
+                return str(event.get("note", ""))
+        return None
+
+    note = await eventually(broken_note, timeout=30, what="GangBroken")
+    assert f"{env.ns}/down-0 (node {a} not ready)" in note, note
+    assert await env.budget("gang-sigs-down") is not None  # what is left stays protected
+    await env.kube.patch(f"/api/v1/nodes/{a}", {"spec": {"taints": None}})
+
+    async def recovered() -> bool:
+        return "GangRecovered" in await env.event_reasons("down")
+
+    await eventually(recovered, timeout=30, what="GangRecovered")
+    for name in ("down-0", "down-1"):
+        member = await env.pod(name)
+        assert member is not None and condition(member, "DisruptionTarget") is None
+    assert env.replica.metric("gangsched_stale_gangs_released_total") == 0
