@@ -15,10 +15,10 @@ Two rules, both about a gang that has run whole (at least minMember members boun
   wanted it stays while the gang runs, through member restarts and replacements.
 * **Stale gangs.** A running gang that drops below minMember (a member failed or was deleted,
   its node is gone, or NotReady or unreachable: `Node.down`) does no work while it holds its
-  nodes. If replacement members do not bring
-  it back to minMember within its grace period, every remaining member is evicted, with a
-  DisruptionTarget condition and an event saying why, so its owners recreate them and the gang
-  is scheduled again whole. Replacements bound within the period cancel the release.
+  nodes. If replacement members do not bring it back to minMember within its grace period,
+  every remaining member is evicted, with a DisruptionTarget condition and an event saying
+  why, so its owners recreate them and the gang is scheduled again whole. Replacements bound
+  within the period cancel the release.
 
 Pure and synchronous: the caller passes `now` (any monotonic seconds), so tests do not sleep
 and simulate can drive it in virtual time. What it remembers between reviews (which gangs ran,
@@ -317,9 +317,8 @@ def _order(ref: GroupRef) -> tuple[str, str, str]:
 def _census(cluster: ClusterState, ref: GroupRef) -> tuple[list[Pod], int, int, bool]:
     """The gang's members of ours, how many hold their place (bound to a node that still
     exists and is not down, not terminating, not failed), how many of those have started
-    (phase Running),
-    and whether one succeeded (the gang is finishing its work, not broken). One pass: this
-    runs for every gang every second."""
+    (phase Running), and whether one succeeded (the gang is finishing its work, not broken).
+    One pass: this runs for every gang every second."""
     ours, nodes = cluster.scheduler_name, cluster.nodes
     members: list[Pod] = []
     healthy = started = 0
