@@ -140,9 +140,10 @@ class Watches:
         with the lists (issue 30); started with the first binds, the import in a worker thread
         still held the interpreter while the first answer waited. Held until the first bind
         is answered, they miss nothing: each starts from its list's resourceVersion. A
-        follower, which does not bind, and a start whose lists take long (a large cluster, a
-        list refused) watch after `at_most`: then the metrics server is up too, and /readyz
-        says what the sync waits for (gangsched.edge.app)."""
+        follower, which does not bind, watches once its first attempt to lead has failed
+        (`LeaderElector.on_follow` sets the operator's `idle_first`); a start whose lists take
+        long (a large cluster, a list refused) watches after `at_most`: then the metrics
+        server is up too, and /readyz says what the sync waits for (gangsched.edge.app)."""
         await wait_for_any(after, timeout=at_most)
         # In a worker thread: the binds go on meanwhile (gangsched.edge.slim_client).
         await asyncio.to_thread(slim_client.load_client)
