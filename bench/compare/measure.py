@@ -240,3 +240,38 @@ async def podgroup_phases(kube: Kube, api: str) -> dict[str, int]:
 
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+@dataclass(frozen=True)
+class MachineCpu:
+    """The machine's CPU time so far (/proc/stat's first line, in clock ticks), read at both
+    ends of a window: how busy the machine was meanwhile, and how much of its time the
+    hypervisor gave to others (steal). On this shared 2-core VM the rounds of one record have
+    swung 1.5x for the same scheduler; the load average lags by a minute and says neither."""
+
+    at: float
+    busy: int
+    steal: int
+    total: int
+
+    @classmethod
+    def read(cls, stat: Path = Path("/proc/stat")) -> MachineCpu | None:
+        try:
+            fields = [int(x) for x in stat.read_text().split("\n", 1)[0].split()[1:]]
+        except (OSError, ValueError):
+            return None  # not Linux: the figures are left out
+        # user nice system idle iowait irq softirq steal (guest time is within user)
+        ticks = fields[:8] + [0] * (8 - len(fields[:8]))
+        idle = ticks[3] + ticks[4]
+        return cls(time.monotonic(), sum(ticks) - idle - ticks[7], ticks[7], sum(ticks))
+
+    def since(self, before: MachineCpu) -> dict[str, float]:
+        """Busy and stolen cores over the window (busy + steal + idle = the CPU count)."""
+        total = self.total - before.total
+        if total <= 0:
+            return {}
+        cores = total / max(self.at - before.at, 1e-9) / (os.sysconf("SC_CLK_TCK") or 100)
+        return {
+            "busy_cores": round(cores * (self.busy - before.busy) / total, 2),
+            "steal_cores": round(cores * (self.steal - before.steal) / total, 2),
+        }

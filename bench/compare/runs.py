@@ -15,6 +15,7 @@ from bench.compare.cluster import Env, announce_kept, prepare_cluster, stop_clus
 from bench.compare.latency import stages
 from bench.compare.measure import (
     ApiCounts,
+    MachineCpu,
     Watch,
     load_average,
     podgroup_phases,
@@ -169,6 +170,7 @@ async def run_one(
             await asyncio.sleep(1.0)
         before = await asyncio.to_thread(ApiCounts.read, env)
         cpu_before = controller_cpu_before = 0.0
+        machine_before = MachineCpu.read()
         t_start = time.time()
         running = start(launch)
         if opts.profile is not None and launch.kind == "gangsched":
@@ -186,6 +188,7 @@ async def run_one(
             await asyncio.sleep(2.0)  # informers synced on both sides before the burst
             cpu_before = running.cpu_seconds()
             controller_cpu_before = running.controller_cpu_seconds()
+            machine_before = MachineCpu.read()
             t_start = time.time()
             created = await env.post_all(gang_requests, rate=opts.rate if paced else 0.0)
         result["create_s"] = round(
@@ -209,6 +212,10 @@ async def run_one(
             done = await wait_until(
                 lambda: all(n in watch.bound_at for n in names), opts.timeout, 0.1
             )
+        machine_after = MachineCpu.read()
+        if machine_before is not None and machine_after is not None:
+            # From the scheduler's start (precreated) or the burst (streamed) to the last bind.
+            result["machine"] = machine_after.since(machine_before)
         if workload == "c":  # victims still being deleted are counted too
             await asyncio.sleep(1.0)
         # Gangs left with some but not all members bound (what gang scheduling must avoid),

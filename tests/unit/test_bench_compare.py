@@ -10,7 +10,7 @@ import pytest
 
 from bench.compare.latency import stages
 from bench.compare.main import gangsched_overrides
-from bench.compare.measure import ApiCounts, process_cpu_seconds
+from bench.compare.measure import ApiCounts, MachineCpu, process_cpu_seconds
 from bench.compare.report import markdown, summarize
 
 
@@ -132,3 +132,21 @@ def test_gangsched_config_overrides_are_dotted_fields_with_yaml_values() -> None
     for bad in ("bindConcurrency", "=3"):
         with pytest.raises(SystemExit, match="FIELD=VALUE"):
             gangsched_overrides([bad])
+
+
+def test_machine_cpu_over_a_window_in_busy_and_stolen_cores(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice, in clock ticks
+    stat.write_text("cpu  1000 0 500 8000 100 0 0 50 0 0\ncpu0 1 2 3\n")
+    before = MachineCpu.read(stat)
+    stat.write_text("cpu  1100 0 550 8030 100 0 0 70 0 0\ncpu0 1 2 3\n")
+    after = MachineCpu.read(stat)
+    assert before is not None and after is not None
+    # 200 ticks in all: 150 busy, 20 stolen, 30 idle; over a window as long as 100 ticks
+    # (two cores' worth), so 1.5 busy cores and 0.2 stolen.
+    hz = os.sysconf("SC_CLK_TCK")
+    window = MachineCpu(
+        at=before.at + 100 / hz, busy=after.busy, steal=after.steal, total=after.total
+    )
+    assert window.since(before) == {"busy_cores": 1.5, "steal_cores": 0.2}
+    assert MachineCpu.read(tmp_path / "missing") is None
