@@ -49,6 +49,8 @@ def process_cpu_seconds(pid_file: Path) -> float:
 #: The control-plane processes whose CPU a run costs: short name -> pid file of
 #: hack/cluster-up.sh.
 CONTROL_PLANE = {"apiserver": "kube-apiserver", "etcd": "etcd"}
+#: The cluster's daemons (their pid files) whose CPU over a run's binding window is kept.
+DAEMONS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
 
 
 @dataclass
@@ -240,6 +242,10 @@ async def podgroup_phases(kube: Kube, api: str) -> dict[str, int]:
 
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def daemon_cpu_seconds(env: Env) -> dict[str, float]:
+    return {name: process_cpu_seconds(env.cluster.dir / "pids" / f"{name}.pid") for name in DAEMONS}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from bench.compare.measure import (
     ApiCounts,
     MachineCpu,
     Watch,
+    daemon_cpu_seconds,
     load_average,
     podgroup_phases,
     wait_running,
@@ -170,7 +171,7 @@ async def run_one(
             await asyncio.sleep(1.0)
         before = await asyncio.to_thread(ApiCounts.read, env)
         cpu_before = controller_cpu_before = 0.0
-        machine_before = MachineCpu.read()
+        machine_before, daemons_before = MachineCpu.read(), daemon_cpu_seconds(env)
         t_start = time.time()
         running = start(launch)
         if opts.profile is not None and launch.kind == "gangsched":
@@ -188,7 +189,7 @@ async def run_one(
             await asyncio.sleep(2.0)  # informers synced on both sides before the burst
             cpu_before = running.cpu_seconds()
             controller_cpu_before = running.controller_cpu_seconds()
-            machine_before = MachineCpu.read()
+            machine_before, daemons_before = MachineCpu.read(), daemon_cpu_seconds(env)
             t_start = time.time()
             created = await env.post_all(gang_requests, rate=opts.rate if paced else 0.0)
         result["create_s"] = round(
@@ -214,8 +215,16 @@ async def run_one(
             )
         machine_after = MachineCpu.read()
         if machine_before is not None and machine_after is not None:
-            # From the scheduler's start (precreated) or the burst (streamed) to the last bind.
-            result["machine"] = machine_after.since(machine_before)
+            # From the scheduler's start (precreated) or the burst (streamed) to the last bind:
+            # the whole machine, and the cores each process took of it.
+            elapsed = max(machine_after.at - machine_before.at, 1e-9)
+            used = {
+                name: now - daemons_before[name] for name, now in daemon_cpu_seconds(env).items()
+            }
+            used["scheduler"] = running.cpu_seconds() - cpu_before
+            used["controller"] = running.controller_cpu_seconds() - controller_cpu_before
+            cores = {name: round(seconds / elapsed, 2) for name, seconds in used.items()}
+            result["machine"] = {**machine_after.since(machine_before), "cores": cores}
         if workload == "c":  # victims still being deleted are counted too
             await asyncio.sleep(1.0)
         # Gangs left with some but not all members bound (what gang scheduling must avoid),
