@@ -49,8 +49,9 @@ def process_cpu_seconds(pid_file: Path) -> float:
 #: The control-plane processes whose CPU a run costs: short name -> pid file of
 #: hack/cluster-up.sh.
 CONTROL_PLANE = {"apiserver": "kube-apiserver", "etcd": "etcd"}
-#: The cluster's daemons (their pid files) whose CPU over a run's binding window is kept.
-DAEMONS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
+#: The cluster's daemons (their pid files) whose CPU over a run's binding window is kept:
+#: the control plane's, and the two that work beside it.
+DAEMONS = (*CONTROL_PLANE.values(), "kwok", "kube-controller-manager")
 
 
 @dataclass
