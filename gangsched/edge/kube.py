@@ -281,25 +281,34 @@ class Kube:
         content_type: str = "application/json",
         timeout: float | None = 30.0,
     ) -> bytes:
-        """The body of a successful answer, undecoded (KubeError otherwise)."""
-        if self.fast is not None:
-            return await self._fast_raw(
-                self.fast,
-                method,
-                path,
-                query=query,
-                body=body,
-                content_type=content_type,
-                timeout=timeout,
+        """The body of a successful answer, undecoded (KubeError otherwise; TimeoutError,
+        naming the request and its timeout, when no answer came in time)."""
+        try:
+            if self.fast is not None:
+                return await self._fast_raw(
+                    self.fast,
+                    method,
+                    path,
+                    query=query,
+                    body=body,
+                    content_type=content_type,
+                    timeout=timeout,
+                )
+            response = await self._send(
+                method, path, query=query, body=body, content_type=content_type, timeout=timeout
             )
-        response = await self._send(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
-        )
-        async with response:
-            raw = await response.read()
-            if not 200 <= response.status < 300:
-                raise self._failed(method, path, query, _error(response.status, raw))
-        return raw
+            async with response:
+                raw = await response.read()
+                if not 200 <= response.status < 300:
+                    raise self._failed(method, path, query, _error(response.status, raw))
+            return raw
+        except TimeoutError as exc:
+            # Either client's own words mislead here: pyreqwest calls a request that waited
+            # its whole timeout on a connected server a ConnectTimeoutError, and aiohttp's
+            # TimeoutError says nothing at all. The logs that carry it should say which
+            # request waited how long.
+            waited = "its timeout" if timeout is None else f"{timeout:g} s"
+            raise TimeoutError(f"{method} {path}: no answer within {waited}") from exc
 
     async def _fast_raw(
         self,
@@ -366,19 +375,22 @@ class Kube:
         `read_timeout` bounds the silence between two lines (bookmarks arrive about once a
         minute), so a dead connection is noticed instead of hanging forever.
         """
-        response = await self._send(
-            "GET", path, query={**query, "watch": "true"}, read_timeout=read_timeout
-        )
-        async with response:
-            if not 200 <= response.status < 300:
-                error = _error(response.status, await response.read())
-                raise self._failed("GET", path, {"watch": "true"}, error)
-            while True:
-                line = await response.content.readline()
-                if not line:
-                    return
-                if line.strip():
-                    yield decode(line)
+        try:
+            response = await self._send(
+                "GET", path, query={**query, "watch": "true"}, read_timeout=read_timeout
+            )
+            async with response:
+                if not 200 <= response.status < 300:
+                    error = _error(response.status, await response.read())
+                    raise self._failed("GET", path, {"watch": "true"}, error)
+                while True:
+                    line = await response.content.readline()
+                    if not line:
+                        return
+                    if line.strip():
+                        yield decode(line)
+        except TimeoutError as exc:  # aiohttp says "Timeout on reading data from socket"
+            raise TimeoutError(f"watch {path}: nothing received for {read_timeout:g} s") from exc
 
     def _failed(
         self, method: str, path: str, query: Mapping[str, Any] | None, error: KubeError

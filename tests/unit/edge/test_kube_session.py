@@ -269,8 +269,10 @@ async def test_errors_read_the_same_on_either_transport(tmp_path: Path, transpor
                 await kube.get("/api/v1/namespaces/ns/pods/p")
             assert (refused.value.status, refused.value.reason) == (404, "NotFound")
             assert refused.value.message == 'pods "p" not found'
-            with pytest.raises(TimeoutError):
+            with pytest.raises(TimeoutError) as late:
                 await kube.request("GET", "/slow", timeout=0.2)
+            # Not pyreqwest's "ConnectTimeoutError" for a server that was reached.
+            assert str(late.value) == "GET /slow: no answer within 0.2 s"
         finally:
             await kube.close()
     kube = await connect(kubeconfig, transport)  # the server has stopped
@@ -279,6 +281,32 @@ async def test_errors_read_the_same_on_either_transport(tmp_path: Path, transpor
             await kube.get("/api/v1/nodes")
     finally:
         await kube.close()
+
+
+async def test_a_silent_watch_times_out_naming_the_watch(tmp_path: Path) -> None:
+    """A watch whose server falls silent ends with a TimeoutError saying which watch and how
+    long it waited (aiohttp says "Timeout on reading data from socket", not which one)."""
+
+    async def one_event_then_silence(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b'{"type": "BOOKMARK", "object": {"metadata": {}}}\n')
+        await asyncio.sleep(2)
+        return response
+
+    async with loopback_api_server(
+        tmp_path, web.get("/api/v1/pods", one_event_then_silence)
+    ) as kubeconfig:
+        kube = await Kube.connect(str(kubeconfig))
+        events = []
+        try:
+            with pytest.raises(TimeoutError) as silent:
+                async for event in kube.watch("/api/v1/pods", query={}, read_timeout=0.3):
+                    events.append(event)
+        finally:
+            await kube.close()
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    assert str(silent.value) == "watch /api/v1/pods: nothing received for 0.3 s"
 
 
 def test_what_pyreqwest_cannot_do_stays_on_aiohttp(tmp_path: Path) -> None:
