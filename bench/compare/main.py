@@ -101,7 +101,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         for round_no in range(args.first_round, args.first_round + args.rounds):
             for workload in workloads:
                 floor = [LIST_FLOOR] if workload == "d" and args.floor else []
-                for scheduler in floor + schedulers:
+                for scheduler in floor + scheduler_order(schedulers, round_no):
                     print(
                         f"[compare] round {round_no} ({workload}) {scheduler}",
                         f"load {load_average()}",
@@ -160,6 +160,18 @@ async def close_shared(shared: dict[str, Any], opts: Options) -> None:
             stop_cluster(env.cluster)
         else:
             announce_kept(env.cluster)
+
+
+def scheduler_order(schedulers: list[str], round_no: int) -> list[str]:
+    """The schedulers of round `round_no` (from 1), rotated one place a round: the first
+    scheduler of a workload runs right after another workload's last (or the ceiling), and on
+    this VM one run's speed follows the minutes around it (bench/README.md), so a fixed order
+    would give one scheduler the same neighbours every round. Numbered by the round, not by
+    its place in this invocation, so that `--first-round` resumes the pattern."""
+    if not schedulers:
+        return []
+    turn = (round_no - 1) % len(schedulers)
+    return schedulers[turn:] + schedulers[:turn]
 
 
 def gangsched_overrides(settings: list[str]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.compare.latency import stages
-from bench.compare.main import gangsched_overrides
+from bench.compare.main import gangsched_overrides, scheduler_order
 from bench.compare.measure import ApiCounts, MachineCpu, process_cpu_seconds
 from bench.compare.report import markdown, summarize
 
@@ -150,3 +150,16 @@ def test_machine_cpu_over_a_window_in_busy_and_stolen_cores(tmp_path: Path) -> N
     )
     assert window.since(before) == {"busy_cores": 1.5, "steal_cores": 0.2}
     assert MachineCpu.read(tmp_path / "missing") is None
+
+
+def test_each_scheduler_leads_a_round_in_turn() -> None:
+    """Rounds rotate the order, numbered from the round itself (so --first-round resumes it):
+    over as many rounds as schedulers, each runs first once."""
+    names = ["gangsched", "kube-scheduler", "coscheduling"]
+    orders = [scheduler_order(names, r) for r in (1, 2, 3, 4)]
+    assert orders[0] == names
+    assert [o[0] for o in orders[:3]] == names
+    assert orders[3] == orders[0]
+    assert all(sorted(o) == sorted(names) for o in orders)
+    assert scheduler_order(names, 5) == scheduler_order(names[1:] + names[:1], 1)
+    assert scheduler_order([], 2) == []
