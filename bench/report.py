@@ -820,6 +820,12 @@ OTHER: dict[str, str] = {
         "every request on aiohttp, load 1.5-6.5, ceiling 461 pods/s): gangsched 196.0 / 216.2 "
         "pods/s, Coscheduling 67.1 / 96.6, first bind 2.35 / 1.89 s against 1.44 / 2.02 s"
     ),
+    "compare-issue30-precreate-s23.json": (
+        "issue 30 precreated (a) and (b), all three schedulers, 5 rounds in a fixed order, "
+        "session 23 (956ff19, load 1.0-4.3, ceiling 531.3 pods/s): gangsched 384.4 / 416.2 "
+        "pods/s, Coscheduling 175.0 / 201.0, first bind 1.16 / 0.87 s against 1.17 / 0.90 s, "
+        "API server net 6.25 / 4.34 ms a pod against 6.32 / 7.93"
+    ),
     "compare-issue30-precreate-s22.json": (
         "issue 30 precreated (a) and (b), all three schedulers, 3 rounds, session 22 (48d55c0: "
         "the watches held until the first bind, load 1.0-3.9, ceiling 629.5 pods/s): gangsched "
