@@ -36,10 +36,35 @@ COST = (
     "watch_kib_per_pod",
 )
 #: Per-run keys that vary with the run (the scheduler's verbs, the latency stages of
-#: bench/compare/latency.py): their medians are kept too.
-PREFIXES = ("requests_per_pod_", "stage_")
+#: bench/compare/latency.py, the machine's cores from `machine_keys`): their medians are kept
+#: too.
+PREFIXES = ("requests_per_pod_", "stage_", "machine_")
+#: The processes of a run's `machine` figures, in the machine table's order (measure.py's
+#: DAEMONS, then the scheduler and a peer's controller), with their column titles.
+MACHINE_PROCESSES = (
+    ("kube-apiserver", "API server"),
+    ("etcd", "etcd"),
+    ("kwok", "kwok"),
+    ("kube-controller-manager", "controller manager"),
+    ("scheduler", "scheduler"),
+    ("controller", "its controller"),
+)
 #: The scheduler each ratio row divides by, and the key of its ratios in the summary.
 PEERS = (("kube-scheduler", "ratios"), ("coscheduling", "ratios_coscheduling"))
+
+
+def machine_keys(run: dict[str, Any]) -> dict[str, float]:
+    """A run's `machine` figures (busy and stolen cores, and each process's, from the
+    scheduler's exec to its last bind) as flat keys, so that their medians are kept."""
+    machine = run.get("machine") or {}
+    flat = {
+        f"machine_{key}": float(machine[key])
+        for key in ("busy_cores", "steal_cores")
+        if key in machine
+    }
+    for process, cores in (machine.get("cores") or {}).items():
+        flat[f"machine_cores_{process}"] = float(cores)
+    return flat
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -48,7 +73,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         medians.setdefault(run["workload"], {}).setdefault(run["scheduler"], {})
     for workload, per in medians.items():
         for scheduler in per:
-            mine = [r for r in runs if r["workload"] == workload and r["scheduler"] == scheduler]
+            mine = [
+                {**r, **machine_keys(r)}
+                for r in runs
+                if r["workload"] == workload and r["scheduler"] == scheduler
+            ]
             varying = sorted({k for r in mine for k in r if k.startswith(PREFIXES)})
             for metric in (*METRICS, *OUTCOME, *COST, *varying, "complete", "settled_s"):
                 values = [float(r[metric]) for r in mine if metric in r]
@@ -150,7 +179,8 @@ def tables(summary: dict[str, Any], sizes: dict[str, Any], *, outcome: bool = Tr
                 f"{fmt(r.get('cpu_s'), 2)} / {fmt(r.get('cpu_s_total'), 2)} | "
                 f"{fmt(r.get('rss_peak_mib'), 2)} |"
             )
-    lines += cost_table(medians, label) + stages_table(medians, label)
+    lines += cost_table(medians, label) + machine_table(medians, label)
+    lines += stages_table(medians, label)
     if outcome:
         lines += outcome_table(medians, label)
     over = summary.get("first_bind_over_floor_s") or {}
@@ -253,6 +283,38 @@ def cost_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
         "| workload | scheduler | API server CPU ms / pod | etcd CPU ms / pod "
         "| watch events / KiB per pod | requests / pod | by verb / pod |",
         "|---|---|---:|---:|---:|---:|---|",
+        *rows,
+    ]
+
+
+def machine_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
+    """Where the machine's cores went while each scheduler worked (only for results that
+    measured it, since session 23): on a machine the runs saturate, a scheduler that takes
+    fewer cores leaves more to the API server that binds its pods."""
+    rows = []
+    for workload in WORKLOADS:
+        for scheduler in SCHEDULERS:
+            m = medians.get(workload, {}).get(scheduler)
+            if not m or "machine_busy_cores" not in m:
+                continue
+            cells = " | ".join(
+                fmt(m.get(f"machine_cores_{process}"), 2) for process, _ in MACHINE_PROCESSES
+            )
+            rows.append(
+                f"| {label[workload]} | {scheduler} | {fmt(m.get('machine_busy_cores'), 2)} | "
+                f"{fmt(m.get('machine_steal_cores'), 2)} | {cells} |"
+            )
+    if not rows:
+        return []
+    titles = " | ".join(title for _, title in MACHINE_PROCESSES)
+    return [
+        "",
+        "The machine's cores from the scheduler's exec to its last bind (`machine` in each "
+        "run): busy and stolen (`/proc/stat`), then each process's CPU seconds over the same "
+        "window (`/proc/<pid>/stat`); its controller is scheduler-plugins' beside Coscheduling.",
+        "",
+        f"| workload | scheduler | busy | stolen | {titles} |",
+        "|---|---|" + "---:|" * (2 + len(MACHINE_PROCESSES)),
         *rows,
     ]
 

@@ -125,6 +125,46 @@ def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
     assert "net of what the cluster at rest spends" in shown
 
 
+def test_report_has_the_machines_cores_as_medians_of_the_rounds() -> None:
+    """Each run's `machine` figures become medians per scheduler and a table of cores; results
+    from before they were measured have no such table."""
+
+    def run(scheduler: str, round_no: int, apiserver: float) -> dict[str, object]:
+        return {
+            "workload": "b",
+            "scheduler": scheduler,
+            "round": round_no,
+            "pods_per_s": 100.0,
+            "load_before": [1.0],
+            "machine": {
+                "busy_cores": 1.9,
+                "steal_cores": 0.01 * round_no,
+                "cores": {"kube-apiserver": apiserver, "etcd": 0.2, "scheduler": 0.5},
+            },
+        }
+
+    runs = [run("gangsched", 1, 0.9), run("gangsched", 2, 1.0), run("gangsched", 3, 0.5)]
+    runs.append(run("coscheduling", 1, 0.7))
+    summary = summarize(runs)
+    ours = summary["medians"]["b"]["gangsched"]
+    assert ours["machine_cores_kube-apiserver"] == 0.9
+    assert ours["machine_steal_cores"] == 0.02
+    meta = {
+        "rounds": 3,
+        "load_min": 1.0,
+        "load_max": 1.0,
+        "load_median": 1.0,
+        "cpus": 2,
+        "mode": "precreate",
+        "sizes": {},
+    }
+    text = markdown(summary, meta)
+    assert "| gangsched | 1.90 | 0.02 | 0.90 | 0.20 | - | - | 0.50 | - |" in text
+    assert "| coscheduling | 1.90 | 0.01 | 0.70 | 0.20 | - | - | 0.50 | - |" in text
+    before = summarize([{k: v for k, v in r.items() if k != "machine"} for r in runs])
+    assert "machine's cores" not in markdown(before, meta)
+
+
 def test_gangsched_config_overrides_are_dotted_fields_with_yaml_values() -> None:
     assert gangsched_overrides(
         ["gangHealth.protectRunningGangs=false", "bindConcurrency=64", "gangHealth.grace=1.5"]
