@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 from typing import Any
 
 from bench.compare.workloads import LIST_FLOOR, SCHEDULERS, WORKLOADS, titles
@@ -193,19 +194,25 @@ def tables(summary: dict[str, Any], sizes: dict[str, Any], *, outcome: bool = Tr
     return lines
 
 
-def outcome_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
-    """Gangs at the end of each run (only for results that counted them)."""
-    rows = []
+def measured(medians: dict[str, Any], key: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Each workload's schedulers, in the tables' order, whose medians hold `key` (their runs
+    measured what a table shows): (workload, scheduler, medians)."""
     for workload in WORKLOADS:
         for scheduler in SCHEDULERS:
             m = medians.get(workload, {}).get(scheduler)
-            if not m or "gangs_partly_bound" not in m:
-                continue
-            rows.append(
-                f"| {label[workload]} | {scheduler} | {fmt(m.get('gangs_complete'), 0)} | "
-                f"{fmt(m.get('gangs_partly_bound'), 0)} | {fmt(m.get('pods_in_flight'), 0)} | "
-                f"{peak(m.get('pods_in_flight_peak'))} |"
-            )
+            if m and key in m:
+                yield workload, scheduler, m
+
+
+def outcome_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
+    """Gangs at the end of each run (only for results that counted them)."""
+    rows = []
+    for workload, scheduler, m in measured(medians, "gangs_partly_bound"):
+        rows.append(
+            f"| {label[workload]} | {scheduler} | {fmt(m.get('gangs_complete'), 0)} | "
+            f"{fmt(m.get('gangs_partly_bound'), 0)} | {fmt(m.get('pods_in_flight'), 0)} | "
+            f"{peak(m.get('pods_in_flight_peak'))} |"
+        )
     if not rows:
         return []
     return [
@@ -234,24 +241,20 @@ def cost_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
     rows = []
     settled = False  # measured to the settled cluster (later runs), or to the last bind
     net = False  # with the cluster's idle rate subtracted (later runs)
-    for workload in WORKLOADS:
-        for scheduler in SCHEDULERS:
-            m = medians.get(workload, {}).get(scheduler)
-            if not m or "apiserver_cpu_ms_per_pod" not in m:
-                continue
-            settled = settled or "settled_s" in m
-            verbs = ", ".join(
-                f"{key.removeprefix('requests_per_pod_')} {m[key]:.2f}"
-                for key in sorted(m)
-                if key.startswith("requests_per_pod_") and m[key] >= 0.005
-            )
-            net = net or "apiserver_cpu_ms_per_pod_net" in m
-            rows.append(
-                f"| {label[workload]} | {scheduler} | {cpu_cell(m, 'apiserver')} "
-                f"| {cpu_cell(m, 'etcd')} | "
-                f"{fmt(m.get('watch_events_per_pod'), 1)} / {fmt(m.get('watch_kib_per_pod'), 1)} "
-                f"| {fmt(m.get('api_requests_per_pod'), 2)} | {verbs or '-'} |"
-            )
+    for workload, scheduler, m in measured(medians, "apiserver_cpu_ms_per_pod"):
+        settled = settled or "settled_s" in m
+        verbs = ", ".join(
+            f"{key.removeprefix('requests_per_pod_')} {m[key]:.2f}"
+            for key in sorted(m)
+            if key.startswith("requests_per_pod_") and m[key] >= 0.005
+        )
+        net = net or "apiserver_cpu_ms_per_pod_net" in m
+        rows.append(
+            f"| {label[workload]} | {scheduler} | {cpu_cell(m, 'apiserver')} "
+            f"| {cpu_cell(m, 'etcd')} | "
+            f"{fmt(m.get('watch_events_per_pod'), 1)} / {fmt(m.get('watch_kib_per_pod'), 1)} "
+            f"| {fmt(m.get('api_requests_per_pod'), 2)} | {verbs or '-'} |"
+        )
     if not rows:
         return []
     return [
@@ -292,18 +295,14 @@ def machine_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
     measured it, since session 23): on a machine the runs saturate, a scheduler that takes
     fewer cores leaves more to the API server that binds its pods."""
     rows = []
-    for workload in WORKLOADS:
-        for scheduler in SCHEDULERS:
-            m = medians.get(workload, {}).get(scheduler)
-            if not m or "machine_busy_cores" not in m:
-                continue
-            cells = " | ".join(
-                fmt(m.get(f"machine_cores_{process}"), 2) for process, _ in MACHINE_PROCESSES
-            )
-            rows.append(
-                f"| {label[workload]} | {scheduler} | {fmt(m.get('machine_busy_cores'), 2)} | "
-                f"{fmt(m.get('machine_steal_cores'), 2)} | {cells} |"
-            )
+    for workload, scheduler, m in measured(medians, "machine_busy_cores"):
+        cells = " | ".join(
+            fmt(m.get(f"machine_cores_{process}"), 2) for process, _ in MACHINE_PROCESSES
+        )
+        rows.append(
+            f"| {label[workload]} | {scheduler} | {fmt(m.get('machine_busy_cores'), 2)} | "
+            f"{fmt(m.get('machine_steal_cores'), 2)} | {cells} |"
+        )
     if not rows:
         return []
     titles = " | ".join(title for _, title in MACHINE_PROCESSES)
@@ -333,19 +332,15 @@ STAGES = ("seen", "decided", "answered", "observed")
 def stages_table(medians: dict[str, Any], label: dict[str, str]) -> list[str]:
     """Where streamed gang latency goes (bench/compare/latency.py), p50 / p99 per stage."""
     rows = []
-    for workload in WORKLOADS:
-        for scheduler in SCHEDULERS:
-            m = medians.get(workload, {}).get(scheduler)
-            if not m or "stage_seen_p50_s" not in m:
-                continue
-            cells = " | ".join(
-                f"{fmt(m.get(f'stage_{s}_p50_s'), 2)} / {fmt(m.get(f'stage_{s}_p99_s'), 2)}"
-                for s in STAGES
-            )
-            rows.append(
-                f"| {label[workload]} | {scheduler} | {cells} | "
-                f"{fmt(m.get('latency_p50_s'), 2)} / {fmt(m.get('latency_p99_s'), 2)} |"
-            )
+    for workload, scheduler, m in measured(medians, "stage_seen_p50_s"):
+        cells = " | ".join(
+            f"{fmt(m.get(f'stage_{s}_p50_s'), 2)} / {fmt(m.get(f'stage_{s}_p99_s'), 2)}"
+            for s in STAGES
+        )
+        rows.append(
+            f"| {label[workload]} | {scheduler} | {cells} | "
+            f"{fmt(m.get('latency_p50_s'), 2)} / {fmt(m.get('latency_p99_s'), 2)} |"
+        )
     if not rows:
         return []
     return [
