@@ -75,6 +75,19 @@ def test_cost_per_pod_from_two_readings(tmp_path: Path) -> None:
     assert process_cpu_seconds(tmp_path / "missing.pid") == 0.0
 
 
+def report_meta(*, mode: str, rounds: int) -> dict[str, object]:
+    """A results file's meta as `markdown` reads it: a quiet 2-CPU machine, no sizes."""
+    return {
+        "rounds": rounds,
+        "load_min": 1.0,
+        "load_max": 1.0,
+        "load_median": 1.0,
+        "cpus": 2,
+        "mode": mode,
+        "sizes": {},
+    }
+
+
 def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
     def run(scheduler: str, latency: float, cpu_ms: float) -> dict[str, object]:
         return {
@@ -100,15 +113,7 @@ def test_report_has_coscheduling_ratios_cost_and_stages() -> None:
     assert summary["ratios_coscheduling"]["a"]["latency_p50_s"] == 0.25
     assert summary["ratios_coscheduling"]["a"]["apiserver_cpu_ms_per_pod"] == 0.5
     assert summary["ratios"] == {}
-    meta = {
-        "rounds": 1,
-        "load_min": 1.0,
-        "load_max": 1.0,
-        "load_median": 1.0,
-        "cpus": 2,
-        "mode": "streamed",
-        "sizes": {},
-    }
+    meta = report_meta(mode="streamed", rounds=1)
     text = markdown(summary, meta)
     assert "| **ratio vs coscheduling** | **1.00x** | 0.25 / 0.25 |" in text
     assert "| gangsched | 10.00 | 1.00 | 20.0 / 25.0 | 1.40 | POST 1.33 |" in text
@@ -149,15 +154,7 @@ def test_report_has_the_machines_cores_as_medians_of_the_rounds() -> None:
     ours = summary["medians"]["b"]["gangsched"]
     assert ours["machine_cores_kube-apiserver"] == 0.9
     assert ours["machine_steal_cores"] == 0.02
-    meta = {
-        "rounds": 3,
-        "load_min": 1.0,
-        "load_max": 1.0,
-        "load_median": 1.0,
-        "cpus": 2,
-        "mode": "precreate",
-        "sizes": {},
-    }
+    meta = report_meta(mode="precreate", rounds=3)
     text = markdown(summary, meta)
     assert "| gangsched | 1.90 | 0.02 | 0.90 | 0.20 | - | - | 0.50 | - |" in text
     assert "| coscheduling | 1.90 | 0.01 | 0.70 | 0.20 | - | - | 0.50 | - |" in text
